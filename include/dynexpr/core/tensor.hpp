@@ -1,0 +1,438 @@
+// dynexpr/core/tensor.hpp — the owning Tensor<T> and the non-owning View<T>.
+//
+// A View is (pointer, shape, element strides): NumPy's ndarray without ownership. Basic
+// indexing (ints, slices with any step, newaxis, ellipsis), transpose/permute, reshape
+// and broadcast_to return Views of the same memory. A Tensor owns a 64-byte aligned,
+// C-contiguous buffer and has value semantics: copying it copies the elements.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "dynexpr/core/config.hpp"
+#include "dynexpr/core/dtype.hpp"
+#include "dynexpr/core/error.hpp"
+#include "dynexpr/core/shape.hpp"
+
+namespace dynexpr {
+
+/// One slice of basic indexing: start:stop:step, NumPy's rules (negative bounds count
+/// from the end, out-of-range bounds are clipped, step may be negative, never zero).
+struct slice {
+  std::optional<index_t> start, stop;
+  index_t step = 1;
+  slice() = default;
+  slice(std::optional<index_t> start_, std::optional<index_t> stop_, index_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+};
+/// An absent slice bound, as Python's None: `slice(none, none, -1)` is `[::-1]`.
+inline constexpr std::nullopt_t none = std::nullopt;
+/// `[:]` — the whole dimension.
+inline const slice all{};
+struct newaxis_t {};
+struct ellipsis_t {};
+/// Inserts a size-1 dimension (`None` in NumPy indexing).
+inline constexpr newaxis_t newaxis{};
+/// Stands for as many `all` as needed (`...` in NumPy indexing).
+inline constexpr ellipsis_t ellipsis{};
+
+template <class Arg>
+concept IndexArg = std::is_integral_v<std::remove_cvref_t<Arg>> ||
+                   std::is_same_v<std::remove_cvref_t<Arg>, slice> ||
+                   std::is_same_v<std::remove_cvref_t<Arg>, newaxis_t> ||
+                   std::is_same_v<std::remove_cvref_t<Arg>, ellipsis_t>;
+
+namespace detail {
+struct index_item {
+  enum kind_t { integer, range, new_axis, ellipsis } kind;
+  index_t i = 0;
+  slice s;
+};
+inline index_item make_item(index_t i) { return {index_item::integer, i, {}}; }
+inline index_item make_item(const slice& s) { return {index_item::range, 0, s}; }
+inline index_item make_item(newaxis_t) { return {index_item::new_axis, 0, {}}; }
+inline index_item make_item(ellipsis_t) { return {index_item::ellipsis, 0, {}}; }
+
+/// CPython's PySlice_AdjustIndices: clip the bounds, count the elements.
+inline index_t adjust_slice(const slice& s, index_t len, index_t& start) {
+  const index_t step = s.step;
+  if (step == 0) throw value_error("dynexpr: slice step cannot be zero");
+  index_t lo = step < 0 ? -1 : 0, hi = step < 0 ? len - 1 : len;
+  index_t b = s.start ? *s.start : (step < 0 ? hi : lo);
+  index_t e = s.stop ? *s.stop : (step < 0 ? lo : hi);
+  if (s.start) b = b < 0 ? std::max(b + len, lo) : std::min(b, hi);
+  if (s.stop) e = e < 0 ? std::max(e + len, lo) : std::min(e, hi);
+  start = b;
+  if (step < 0) return e < b ? (b - e - 1) / (-step) + 1 : 0;
+  return b < e ? (e - b - 1) / step + 1 : 0;
+}
+
+template <class T>
+struct aligned_delete {
+  void operator()(T* p) const { std::free(p); }
+};
+}  // namespace detail
+
+template <class T>
+class View;
+template <Element T>
+class Tensor;
+
+/// Allocates `n` zero-filled elements at buffer_alignment; throws std::bad_alloc.
+template <class T>
+std::unique_ptr<T[], detail::aligned_delete<T>> allocate_zeroed(index_t n) {
+  const std::size_t bytes =
+      ((static_cast<std::size_t>(n) * sizeof(T) + buffer_alignment - 1) / buffer_alignment) *
+      buffer_alignment;
+  void* p = std::aligned_alloc(buffer_alignment, bytes ? bytes : buffer_alignment);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  return std::unique_ptr<T[], detail::aligned_delete<T>>(static_cast<T*>(p));
+}
+
+// ---------------------------------------------------------------------------------------
+// View<T>: T may be const-qualified (a read-only view).
+// ---------------------------------------------------------------------------------------
+template <class T>
+class View {
+ public:
+  using value_type = std::remove_const_t<T>;
+  static_assert(is_supported_v<value_type>,
+                "dynexpr::View<T>: T must be one of bool, uint8_t, int32_t, int64_t, float, "
+                "double (optionally const)");
+
+  View() = default;
+  View(T* data, Shape shape, Strides strides)
+      : data_(data), shape_(shape), strides_(strides) {
+    if (shape_.size() != strides_.size())
+      throw shape_error("dynexpr: view has shape " + shape_.str() + " but " +
+                        std::to_string(strides_.size()) + " strides; give one per dimension");
+    for (index_t e : shape_)
+      if (e < 0) throw shape_error("dynexpr: negative extent in shape " + shape_.str());
+  }
+  View(T* data, Shape shape) : View(data, shape, contiguous_strides(shape)) {}
+  /// A read-only view of a writable one.
+  template <class U>
+    requires(std::is_const_v<T> && std::is_same_v<U, value_type>)
+  View(const View<U>& v) : data_(v.data()), shape_(v.shape()), strides_(v.strides()) {}
+
+  T* data() const { return data_; }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int ndim() const { return shape_.size(); }
+  index_t size() const { return shape_size(shape_); }
+  bool is_contiguous() const { return dynexpr::is_contiguous(shape_, strides_); }
+
+  /// Element reference with NumPy-style negative indices; bounds-checked.
+  template <class... I>
+    requires(std::is_integral_v<I> && ...)
+  T& at(I... idx) const {
+    if (static_cast<int>(sizeof...(I)) != ndim())
+      throw index_error("dynexpr: at() got " + std::to_string(sizeof...(I)) +
+                        " indices for an array of dimension " + std::to_string(ndim()));
+    index_t off = 0;
+    int k = 0;
+    ((off += strides_[k] * checked_index(static_cast<index_t>(idx), k), ++k), ...);
+    return data_[off];
+  }
+
+  /// NumPy basic indexing: `v.slice(1, dx::slice(dx::none, dx::none, -1), dx::newaxis)`.
+  template <IndexArg... A>
+  View slice(A&&... args) const {
+    const detail::index_item items[] = {detail::make_item(args)..., detail::make_item(all)};
+    return index(items, static_cast<int>(sizeof...(A)));
+  }
+
+  /// Axes reversed, as NumPy's `.T`.
+  View transpose() const {
+    Shape s;
+    Strides st;
+    for (int i = ndim() - 1; i >= 0; --i) s.push_back(shape_[i]), st.push_back(strides_[i]);
+    return View(data_, s, st);
+  }
+  /// Axes reordered: result dimension i is this view's dimension axes[i].
+  View permute(const Shape& axes) const {
+    if (axes.size() != ndim())
+      throw shape_error("dynexpr: permute got " + axes.str() + " for an array of dimension " +
+                        std::to_string(ndim()) + "; give each axis once");
+    bool seen[max_rank] = {};
+    Shape s;
+    Strides st;
+    for (index_t a : axes) {
+      const int ax = normalize_axis(static_cast<int>(a), ndim());
+      if (seen[ax]) throw shape_error("dynexpr: permute: repeated axis in " + axes.str());
+      seen[ax] = true;
+      s.push_back(shape_[ax]);
+      st.push_back(strides_[ax]);
+    }
+    return View(data_, s, st);
+  }
+  /// The same elements with a new shape (one -1 is inferred), without copying. Throws
+  /// shape_error when the strides do not allow it; `copy().reshape(...)` always works.
+  View reshape(Shape new_shape) const;
+  /// Reads this view as `target` by NumPy broadcasting (stride 0 where broadcast).
+  View broadcast_to(const Shape& target) const {
+    return View(data_, target, broadcast_strides(shape_, strides_, target));
+  }
+  /// A C-contiguous copy.
+  Tensor<value_type> copy() const;
+
+ private:
+  index_t checked_index(index_t i, int dim) const {
+    const index_t n = shape_[dim];
+    if (i < -n || i >= n)
+      throw index_error("dynexpr: index " + std::to_string(i) + " is out of bounds for axis " +
+                        std::to_string(dim) + " with size " + std::to_string(n));
+    return i < 0 ? i + n : i;
+  }
+  View index(const detail::index_item* items, int count) const;
+
+  T* data_ = nullptr;
+  Shape shape_;
+  Strides strides_;
+};
+
+template <class T>
+View<T> View<T>::index(const detail::index_item* items, int count) const {
+  int consumed = 0, ellipses = 0;
+  for (int i = 0; i < count; ++i) {
+    if (items[i].kind == detail::index_item::integer || items[i].kind == detail::index_item::range)
+      ++consumed;
+    ellipses += items[i].kind == detail::index_item::ellipsis;
+  }
+  if (ellipses > 1) throw index_error("dynexpr: an index can only have a single ellipsis");
+  if (consumed > ndim())
+    throw index_error("dynexpr: too many indices for array: array is " +
+                      std::to_string(ndim()) + "-dimensional, but " + std::to_string(consumed) +
+                      " were indexed");
+  T* p = data_;
+  Shape s;
+  Strides st;
+  int dim = 0;
+  auto take = [&](const detail::index_item& it) {
+    switch (it.kind) {
+      case detail::index_item::integer:
+        p += strides_[dim] * checked_index(it.i, dim);
+        ++dim;
+        break;
+      case detail::index_item::range: {
+        index_t start = 0;
+        const index_t len = detail::adjust_slice(it.s, shape_[dim], start);
+        if (len > 0) p += strides_[dim] * start;
+        s.push_back(len);
+        st.push_back(strides_[dim] * it.s.step);
+        ++dim;
+        break;
+      }
+      case detail::index_item::new_axis:
+        s.push_back(1);
+        st.push_back(0);
+        break;
+      case detail::index_item::ellipsis:
+        for (int k = 0, n = ndim() - consumed; k < n; ++k, ++dim) {
+          s.push_back(shape_[dim]);
+          st.push_back(strides_[dim]);
+        }
+        break;
+    }
+  };
+  for (int i = 0; i < count; ++i) take(items[i]);
+  // The trailing `all` item the caller appended covers one dimension; cover the rest.
+  while (dim < ndim()) {
+    s.push_back(shape_[dim]);
+    st.push_back(strides_[dim]);
+    ++dim;
+  }
+  return View(p, s, st);
+}
+
+template <class T>
+View<T> View<T>::reshape(Shape ns) const {
+  // Infer one -1.
+  int infer = -1;
+  index_t known = 1;
+  for (int i = 0; i < ns.size(); ++i) {
+    if (ns[i] == -1) {
+      if (infer >= 0) throw shape_error("dynexpr: reshape: can only specify one unknown (-1)");
+      infer = i;
+    } else if (ns[i] < 0) {
+      throw shape_error("dynexpr: reshape: negative dimension in " + ns.str());
+    } else {
+      known *= ns[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || size() % known != 0)
+      throw shape_error("dynexpr: cannot reshape array of size " + std::to_string(size()) +
+                        " into shape " + ns.str());
+    ns[infer] = size() / known;
+  }
+  if (shape_size(ns) != size())
+    throw shape_error("dynexpr: cannot reshape array of size " + std::to_string(size()) +
+                      " into shape " + ns.str());
+  // NumPy's no-copy reshape: walk old and new dims in groups of equal element counts;
+  // within a group the old dims must be contiguous with each other.
+  Shape os;
+  Strides ost;
+  for (int i = 0; i < ndim(); ++i)
+    if (shape_[i] != 1) os.push_back(shape_[i]), ost.push_back(strides_[i]);
+  Strides nst = Strides::filled(ns.size(), 0);
+  if (size() == 0 || os.size() == 0) return View(data_, ns, contiguous_strides(ns));
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < ns.size() && oi < os.size()) {
+    index_t np = ns[ni], op = os[oi];
+    while (np != op) {
+      if (np < op) np *= ns[nj++];
+      else op *= os[oj++];
+    }
+    for (int k = oi; k < oj - 1; ++k)
+      if (ost[k] != os[k + 1] * ost[k + 1])
+        throw shape_error("dynexpr: cannot reshape a view of shape " + shape_.str() +
+                          " with strides " + strides_.str() + " into " + ns.str() +
+                          " without copying; reshape a copy instead (v.copy().reshape(...))");
+    nst[nj - 1] = ost[oj - 1];
+    for (int k = nj - 1; k > ni; --k) nst[k - 1] = nst[k] * ns[k];
+    ni = nj++;
+    oi = oj++;
+  }
+  // Trailing size-1 dims of the new shape take any stride.
+  for (int k = ni; k < ns.size(); ++k) nst[k] = 1;
+  return View(data_, ns, nst);
+}
+
+// ---------------------------------------------------------------------------------------
+// Tensor<T>
+// ---------------------------------------------------------------------------------------
+template <Element T>
+class Tensor {
+ public:
+  using value_type = T;
+
+  Tensor() : Tensor(Shape{0}) {}
+  /// Zero-filled, C-contiguous, 64-byte aligned.
+  explicit Tensor(const Shape& shape)
+      : shape_(shape), strides_(contiguous_strides(shape)), size_(checked_size(shape)),
+        data_(allocate_zeroed<T>(size_)) {}
+  Tensor(const Shape& shape, T fill) : Tensor(shape) {
+    for (index_t i = 0; i < size_; ++i) data_[i] = fill;
+  }
+  Tensor(const Tensor& o) : Tensor(o.shape_) {
+    if (size_) std::memcpy(data_.get(), o.data_.get(), size_ * sizeof(T));
+  }
+  Tensor(Tensor&& o) noexcept
+      : shape_(o.shape_), strides_(o.strides_), size_(o.size_), data_(std::move(o.data_)) {
+    o.shape_ = Shape{0};
+    o.strides_ = Strides{1};
+    o.size_ = 0;
+    o.data_ = allocate_zeroed_noexcept();
+  }
+  Tensor& operator=(const Tensor& o) {
+    if (this != &o) *this = Tensor(o);
+    return *this;
+  }
+  Tensor& operator=(Tensor&& o) noexcept {
+    std::swap(shape_, o.shape_);
+    std::swap(strides_, o.strides_);
+    std::swap(size_, o.size_);
+    std::swap(data_, o.data_);
+    return *this;
+  }
+  // Construction and assignment from expressions live in eval/assign.hpp (they need the
+  // evaluator); declared here so that `Tensor<float> z = x * 2 + y;` works.
+  template <class E>
+    requires requires { typename std::remove_cvref_t<E>::dynexpr_expr_tag; }
+  Tensor(E&& e);
+  template <class E>
+    requires requires { typename std::remove_cvref_t<E>::dynexpr_expr_tag; }
+  Tensor& operator=(E&& e);
+
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  index_t size() const { return size_; }
+  int ndim() const { return shape_.size(); }
+
+  View<T> view() { return View<T>(data(), shape_, strides_); }
+  View<const T> view() const { return View<const T>(data(), shape_, strides_); }
+  operator View<T>() { return view(); }
+  operator View<const T>() const { return view(); }
+
+  template <class... I>
+  T& at(I... i) {
+    return view().at(i...);
+  }
+  template <class... I>
+  const T& at(I... i) const {
+    return view().at(i...);
+  }
+  template <IndexArg... A>
+  View<T> slice(A&&... a) {
+    return view().slice(std::forward<A>(a)...);
+  }
+  template <IndexArg... A>
+  View<const T> slice(A&&... a) const {
+    return view().slice(std::forward<A>(a)...);
+  }
+  View<T> transpose() { return view().transpose(); }
+  View<const T> transpose() const { return view().transpose(); }
+  View<T> permute(const Shape& axes) { return view().permute(axes); }
+  View<const T> permute(const Shape& axes) const { return view().permute(axes); }
+  View<T> reshape(const Shape& s) { return view().reshape(s); }
+  View<const T> reshape(const Shape& s) const { return view().reshape(s); }
+  View<T> broadcast_to(const Shape& s) { return view().broadcast_to(s); }
+  View<const T> broadcast_to(const Shape& s) const { return view().broadcast_to(s); }
+
+ private:
+  static index_t checked_size(const Shape& s) {
+    for (index_t e : s)
+      if (e < 0) throw shape_error("dynexpr: negative extent in shape " + s.str());
+    return shape_size(s);
+  }
+  static std::unique_ptr<T[], detail::aligned_delete<T>> allocate_zeroed_noexcept() noexcept {
+    return std::unique_ptr<T[], detail::aligned_delete<T>>(
+        static_cast<T*>(std::aligned_alloc(buffer_alignment, buffer_alignment)));
+  }
+
+  Shape shape_;
+  Strides strides_;
+  index_t size_ = 0;
+  std::unique_ptr<T[], detail::aligned_delete<T>> data_;
+};
+
+template <class T>
+Tensor<typename View<T>::value_type> View<T>::copy() const {
+  Tensor<value_type> out(shape_);
+  // A plain nested walk; the SIMD copy is dx::eval(v) (eval/), which this header must not
+  // depend on.
+  const int nd = ndim();
+  index_t idx[max_rank] = {};
+  value_type* o = out.data();
+  for (index_t n = 0, total = size(); n < total; ++n) {
+    index_t off = 0;
+    for (int k = 0; k < nd; ++k) off += idx[k] * strides_[k];
+    o[n] = data_[off];
+    for (int k = nd - 1; k >= 0; --k) {
+      if (++idx[k] < shape_[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return out;
+}
+
+/// A non-owning view of memory the caller owns: `dx::view(ptr, {n}, {2})`.
+template <class T>
+View<T> view(T* data, const Shape& shape, const Strides& strides) {
+  return View<T>(data, shape, strides);
+}
+template <class T>
+View<T> view(T* data, const Shape& shape) {
+  return View<T>(data, shape);
+}
+
+}  // namespace dynexpr

@@ -1,0 +1,225 @@
+// dynexpr/eval/assign.hpp — pointwise evaluation: `dx::assign(out, e)`, `dx::eval(e)`, and
+// Tensor construction/assignment from expressions. One pass over memory, SIMD along the
+// innermost (coalesced) dimension, spread over the thread pool above its threshold.
+//
+// Note [aliasing]
+// An output may appear among its own operands (`x = x * 2 + y`). Reading and writing the
+// same element at the same position in one packet is safe, so a leaf that is the output
+// itself (same address, same strides after broadcasting) is fine. Any other overlap
+// (a shifted slice, a transposed or broadcast read of the output) is evaluated into a
+// temporary first, then copied: NumPy's result, never a half-updated read.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "dynexpr/eval/evaluator.hpp"
+#include "dynexpr/eval/rewrite.hpp"
+#include "dynexpr/expr/traverse.hpp"
+#include "dynexpr/ops/operators.hpp"
+#include "dynexpr/parallel/thread_pool.hpp"
+
+namespace dynexpr {
+
+namespace evaluation {
+
+/// Where a view's elements lie: [lo, hi) in bytes; empty for an empty view.
+struct byte_range {
+  const char* lo = nullptr;
+  const char* hi = nullptr;
+};
+template <class T>
+byte_range extent_of(const View<T>& v) {
+  if (v.size() == 0) return {};
+  index_t lo = 0, hi = 0;
+  for (int k = 0; k < v.ndim(); ++k) {
+    const index_t span = (v.shape()[k] - 1) * v.strides()[k];
+    (span < 0 ? lo : hi) += span;
+  }
+  const char* base = reinterpret_cast<const char*>(v.data());
+  const auto sz = static_cast<index_t>(sizeof(T));
+  return {base + lo * sz, base + (hi + 1) * sz};
+}
+inline bool overlaps(byte_range a, byte_range b) { return a.lo < b.hi && b.lo < a.hi; }
+
+/// Whether evaluating e straight into out could read an element after writing it.
+template <class T, class E>
+bool needs_temporary(const View<T>& out, const E& e) {
+  const byte_range o = extent_of(out);
+  if (!o.lo) return false;
+  bool hazard = false;
+  for_each_leaf(e, [&](const auto& leaf) {
+    if (hazard || !overlaps(o, extent_of(leaf))) return;
+    const bool same = static_cast<const void*>(leaf.data()) == static_cast<const void*>(out.data()) &&
+                      sizeof(*leaf.data()) == sizeof(T) &&
+                      broadcast_strides(leaf.shape(), leaf.strides(), out.shape()) == out.strides();
+    hazard = !same;
+  });
+  return hazard;
+}
+
+/// Writes packets of T into the output's current row.
+template <class T>
+struct writer {
+  using S = storage_t<T>;
+  S* base_;
+  S* row_;
+  index_t stride_[max_rank];
+  index_t inner_;
+  index_t len_;
+  int nd_;
+  writer(const View<T>& out, const layout& L)
+      : base_(reinterpret_cast<S*>(out.data())), row_(base_), len_(L.inner()), nd_(L.nd) {
+    L.coalesce(out.strides(), stride_);
+    inner_ = stride_[nd_ - 1];
+  }
+  void seek(const index_t* idx) {
+    S* p = base_;
+    for (int k = 0; k + 1 < nd_; ++k) p += idx[k] * stride_[k];
+    row_ = p;
+  }
+  template <mode M, class D>
+  DYNEXPR_INLINE void store(D d, hn::Vec<D> v, index_t j) {
+    if constexpr (M == mode::unit) {
+      hn::StoreU(v, d, row_ + j);
+    } else {
+      const index_t n = M == mode::tail ? len_ - j : static_cast<index_t>(hn::Lanes(d));
+      if (inner_ == 1 && M != mode::tail) hn::StoreU(v, d, row_ + j);
+      else simd::store_strided(d, v, row_ + j * inner_, inner_, n);
+    }
+  }
+};
+
+/// Evaluates one row segment [jb, je) of the current row; je is the row's end or a
+/// multiple of the lane count, so only the row's end has a partial packet.
+template <mode M, class DL, class Ev, class W>
+DYNEXPR_INLINE void run_segment(DL dl, const Ev& ev, W& w, index_t jb, index_t je) {
+  using T = typename Ev::value_type;
+  const hn::Rebind<storage_t<T>, DL> d;
+  const index_t n = static_cast<index_t>(hn::Lanes(dl));
+  index_t j = jb;
+  for (; j + n <= je; j += n) w.template store<M>(d, ev.template packet<M>(dl, j), j);
+  if (j < je) w.template store<mode::tail>(d, ev.template packet<mode::tail>(dl, j), j);
+}
+
+/// Elements handed to one task: long enough to hide the hand-off, short enough to
+/// balance, a multiple of every lane count.
+inline constexpr index_t block_elements = 16384;
+
+/// out[...] = e, where e's value type is T, shapes already checked, no hazardous alias.
+template <class T, class E>
+void run(const View<T>& out, const E& e) {
+  using DL = loop_tag_t<E>;
+  std::vector<Strides> operands;
+  for_each_leaf(e, [&](const auto& leaf) {
+    operands.push_back(broadcast_strides(leaf.shape(), leaf.strides(), out.shape()));
+  });
+  operands.push_back(out.strides());
+  const layout L = make_layout(out.shape(), operands);
+  const evaluator<E> ev0(e, L);
+  const writer<T> w0(out, L);
+  const bool unit = ev0.unit() && (w0.inner_ == 1 || L.inner() == 1);
+  const index_t inner = L.inner(), rows = L.rows();
+  const index_t nblk = (inner + block_elements - 1) / block_elements;
+  const index_t items = rows * nblk;
+  const double work = static_cast<double>(rows * inner) * cost_per_element_v<E>;
+  const index_t lanes = static_cast<index_t>(hn::Lanes(DL()));
+  // Rows shorter than a block are grouped so one task still covers ~block_elements.
+  const index_t grain = nblk == 1 ? std::max<index_t>(1, block_elements / std::max<index_t>(inner, 1)) : 1;
+  parallel::parallel_for(items, grain, 1, work, [&](index_t ib, index_t ie) {
+    evaluator<E> ev = ev0;
+    writer<T> w = w0;
+    index_t idx[max_rank] = {};
+    auto decode = [&](index_t row) {
+      for (int k = L.nd - 2; k >= 0; --k) {
+        idx[k] = row % L.extent[k];
+        row /= L.extent[k];
+      }
+    };
+    const DL dl;
+    for (index_t it = ib; it < ie;) {
+      const index_t row = it / nblk;
+      const index_t jb = (it % nblk) * block_elements;
+      const index_t je = std::min(jb + block_elements, inner);
+      decode(row);
+      ev.seek(idx);
+      w.seek(idx);
+      if (unit) run_segment<mode::unit>(dl, ev, w, jb, je);
+      else run_segment<mode::general>(dl, ev, w, jb, je);
+      ++it;
+    }
+    (void)lanes;
+  });
+}
+
+}  // namespace evaluation
+
+/// out[...] = e with NumPy's rules: e is broadcast to out's shape, its values cast to
+/// out's dtype as astype would, and overlap between out and e's operands is handled
+/// (Note [aliasing]). Throws shape_error when e does not broadcast to out.
+template <class T, Operand E>
+void assign(View<T> out, E&& e) {
+  static_assert(!std::is_const_v<T>, "dynexpr::assign: the output view is read-only");
+  auto x = as_expr(std::forward<E>(e));
+  using X = decltype(x);
+  if constexpr (!std::is_same_v<typename X::value_type, T>) {
+    assign(out, make_map<ops::cast_op<T>>(std::move(x)));
+  } else {
+    const Shape es = x.shape();
+    bool ok = true;
+    try {
+      ok = broadcast_shapes(es, out.shape()) == out.shape();
+    } catch (const shape_error&) {
+      ok = false;
+    }
+    if (!ok)
+      throw shape_error("dynexpr: could not broadcast input array from shape " + es.str() +
+                        " into shape " + out.shape().str());
+    if (out.size() == 0) return;
+    if (evaluation::needs_temporary(out, x)) {
+      Tensor<T> tmp(es);
+      evaluation::run(tmp.view(), evaluation::lower(x));
+      evaluation::run(out, evaluation::lower(as_expr(tmp)));
+      return;
+    }
+    evaluation::run(out, evaluation::lower(x));
+  }
+}
+template <Element T, Operand E>
+void assign(Tensor<T>& out, E&& e) {
+  assign(out.view(), std::forward<E>(e));
+}
+
+/// Evaluates e into a new C-contiguous Tensor of e's dtype and broadcast shape.
+template <Operand E>
+auto eval(E&& e) {
+  auto x = as_expr(std::forward<E>(e));
+  using T = typename decltype(x)::value_type;
+  Tensor<T> out(x.shape());
+  if (out.size()) evaluation::run(out.view(), evaluation::lower(x));
+  return out;
+}
+
+template <Element T>
+template <class E>
+  requires requires { typename std::remove_cvref_t<E>::dynexpr_expr_tag; }
+Tensor<T>::Tensor(E&& e) : Tensor() {
+  static_assert(std::is_same_v<typename std::remove_cvref_t<E>::value_type, T>,
+                "dynexpr::Tensor<T>: the expression's dtype differs from T; convert explicitly "
+                "with dx::cast<T>(expr)");
+  *this = dynexpr::eval(std::forward<E>(e));
+}
+
+template <Element T>
+template <class E>
+  requires requires { typename std::remove_cvref_t<E>::dynexpr_expr_tag; }
+Tensor<T>& Tensor<T>::operator=(E&& e) {
+  static_assert(std::is_same_v<typename std::remove_cvref_t<E>::value_type, T>,
+                "dynexpr::Tensor<T>: the expression's dtype differs from T; convert explicitly "
+                "with dx::cast<T>(expr)");
+  if (e.shape() == shape_) assign(view(), std::forward<E>(e));  // in place (Note [aliasing])
+  else *this = dynexpr::eval(std::forward<E>(e));
+  return *this;
+}
+
+}  // namespace dynexpr

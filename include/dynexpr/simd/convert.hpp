@@ -1,0 +1,122 @@
+// dynexpr/simd/convert.hpp — lane type conversions with NumPy's astype semantics, mask
+// conversions between lane types, and the lane-wise fallback for ops Highway lacks.
+//
+// Note [lane count of mixed expressions]
+// One evaluation loop walks every node of an expression with the same number of lanes,
+// taken from the widest type in the tree (eval/evaluator.hpp). A node of a narrower type
+// uses hn::Rebind<T, D>: the same lane count in a partial vector. So every conversion
+// here keeps the lane count and changes only the lane type.
+#pragma once
+
+#include "dynexpr/core/config.hpp"
+// config.hpp must come first (HWY_COMPILE_ONLY_STATIC).
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "dynexpr/core/dtype.hpp"
+
+namespace dynexpr::simd {
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D>
+inline constexpr std::size_t max_lanes_v = hn::MaxLanes(D());
+
+/// Applies a scalar function lane by lane: the correct, slow path for ops that Highway
+/// cannot do in registers (integer division, shifts by counts >= the width, ...).
+template <class DR, class F, class D, class... V>
+DYNEXPR_INLINE hn::Vec<DR> lanewise(DR dr, F&& f, D d, V... v) {
+  using TR = hn::TFromD<DR>;
+  using T = hn::TFromD<D>;
+  constexpr std::size_t n = max_lanes_v<D>;
+  alignas(64) T in[sizeof...(V)][n];
+  alignas(64) TR out[n];
+  std::size_t k = 0;
+  ((hn::Store(v, d, in[k++])), ...);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t j = 0;
+    // Unpack the i-th lane of each argument in order.
+    out[i] = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return static_cast<TR>(f(in[I][i]...));
+    }(std::make_index_sequence<sizeof...(V)>());
+    (void)j;
+  }
+  return hn::Load(dr, out);
+}
+
+/// Value conversion From -> To with NumPy's astype semantics (floats truncate toward zero
+/// into integers, integers wrap modulo 2^bits). Bool lanes are never passed here: bools
+/// travel as masks (see eval/evaluator.hpp).
+template <class DTo, class DFrom>
+DYNEXPR_INLINE hn::Vec<DTo> convert(DTo dto, DFrom dfrom, hn::Vec<DFrom> v) {
+  using To = hn::TFromD<DTo>;
+  using From = hn::TFromD<DFrom>;
+  static_assert(max_lanes_v<DTo> == max_lanes_v<DFrom>, "convert keeps the lane count");
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<From, std::uint8_t>) {
+    const hn::Rebind<std::int32_t, DFrom> di;
+    const auto wide = hn::PromoteTo(di, v);
+    if constexpr (std::is_same_v<To, std::int32_t>) return wide;
+    else return convert(dto, di, wide);
+  } else if constexpr (std::is_same_v<To, std::uint8_t> && std::is_same_v<From, std::int32_t>) {
+    // Wrap, as astype does, instead of DemoteTo's saturation.
+    return hn::DemoteTo(dto, hn::And(v, hn::Set(dfrom, 0xFF)));
+  } else if constexpr (sizeof(To) == sizeof(From) && requires { hn::ConvertTo(dto, v); }) {
+    return hn::ConvertTo(dto, v);
+  } else if constexpr (sizeof(To) > sizeof(From) && requires { hn::PromoteTo(dto, v); }) {
+    return hn::PromoteTo(dto, v);
+  } else if constexpr (std::is_same_v<From, double> && std::is_same_v<To, float>) {
+    return hn::DemoteTo(dto, v);
+  } else if constexpr (std::is_same_v<From, double> && std::is_same_v<To, std::int32_t>) {
+    return hn::DemoteTo(dto, v);
+  } else {
+    return lanewise(dto, [](From x) { return static_cast<To>(x); }, dfrom, v);
+  }
+}
+
+/// The same lane predicate as a mask of another lane type (same lane count).
+template <class DTo, class DFrom>
+DYNEXPR_INLINE hn::Mask<DTo> mask_cast(DTo dto, DFrom dfrom, hn::Mask<DFrom> m) {
+  using To = hn::TFromD<DTo>;
+  using From = hn::TFromD<DFrom>;
+  if constexpr (std::is_same_v<To, From>) {
+    return m;
+  } else if constexpr (sizeof(To) == sizeof(From)) {
+    return hn::RebindMask(dto, m);
+  } else {
+    alignas(8) std::uint8_t bits[8] = {};
+    hn::StoreMaskBits(dfrom, m, bits);
+    return hn::LoadMaskBits(dto, bits);
+  }
+}
+
+/// Loads `count` (< the lane count) elements from p, zeros in the remaining lanes,
+/// without touching memory past p + count.
+template <class D>
+DYNEXPR_INLINE hn::Vec<D> load_partial(D d, const hn::TFromD<D>* p, index_t count) {
+  alignas(64) hn::TFromD<D> buf[max_lanes_v<D>] = {};
+  for (index_t i = 0; i < count; ++i) buf[i] = p[i];
+  return hn::Load(d, buf);
+}
+/// Loads lanes from p, p + stride, p + 2 stride, ... (stride in elements, any sign),
+/// `count` of them, zeros in the rest.
+template <class D>
+DYNEXPR_INLINE hn::Vec<D> load_strided(D d, const hn::TFromD<D>* p, index_t stride,
+                                        index_t count) {
+  alignas(64) hn::TFromD<D> buf[max_lanes_v<D>] = {};
+  for (index_t i = 0; i < count; ++i) buf[i] = p[i * stride];
+  return hn::Load(d, buf);
+}
+/// Stores the first `count` lanes of v to p, p + stride, ... (stride in elements).
+template <class D>
+DYNEXPR_INLINE void store_strided(D d, hn::Vec<D> v, hn::TFromD<D>* p, index_t stride,
+                                   index_t count) {
+  alignas(64) hn::TFromD<D> buf[max_lanes_v<D>];
+  hn::Store(v, d, buf);
+  for (index_t i = 0; i < count; ++i) p[i * stride] = buf[i];
+}
+
+}  // namespace dynexpr::simd
