@@ -32,13 +32,13 @@ struct slice {
 };
 /// An absent slice bound, as Python's None: `slice(none, none, -1)` is `[::-1]`.
 inline constexpr std::nullopt_t none = std::nullopt;
-/// `[:]` — the whole dimension.
-inline const slice all{};
+/// `[:]` — the whole dimension (`dx::colon`; `dx::all` is the reduction).
+inline const slice colon{};
 struct newaxis_t {};
 struct ellipsis_t {};
 /// Inserts a size-1 dimension (`None` in NumPy indexing).
 inline constexpr newaxis_t newaxis{};
-/// Stands for as many `all` as needed (`...` in NumPy indexing).
+/// Stands for as many `colon` as needed (`...` in NumPy indexing).
 inline constexpr ellipsis_t ellipsis{};
 
 template <class Arg>
@@ -144,7 +144,7 @@ class View {
   /// NumPy basic indexing: `v.slice(1, dx::slice(dx::none, dx::none, -1), dx::newaxis)`.
   template <IndexArg... A>
   View slice(A&&... args) const {
-    const detail::index_item items[] = {detail::make_item(args)..., detail::make_item(all)};
+    const detail::index_item items[] = {detail::make_item(args)..., detail::make_item(colon)};
     return index(items, static_cast<int>(sizeof...(A)));
   }
 
@@ -242,7 +242,7 @@ View<T> View<T>::index(const detail::index_item* items, int count) const {
     }
   };
   for (int i = 0; i < count; ++i) take(items[i]);
-  // The trailing `all` item the caller appended covers one dimension; cover the rest.
+  // The trailing `colon` item the caller appended covers one dimension; cover the rest.
   while (dim < ndim()) {
     s.push_back(shape_[dim]);
     st.push_back(strides_[dim]);

@@ -96,7 +96,8 @@ struct view_evaluator {
     if constexpr (M == mode::unit) {
       return hn::LoadU(d, row_ + j);
     } else {
-      const index_t n = M == mode::tail ? len_ - j : static_cast<index_t>(hn::Lanes(d));
+      const index_t lanes = static_cast<index_t>(hn::Lanes(d));
+      const index_t n = M == mode::tail ? std::min(len_ - j, lanes) : lanes;
       if (inner_ == 0) return hn::Set(d, *row_);
       if (inner_ == 1) {
         if constexpr (M == mode::tail) return simd::load_partial(d, row_ + j, n);

@@ -17,6 +17,7 @@ struct layout {
   int nd = 1;
   index_t extent[max_rank] = {1};
   int last[max_rank] = {-1};
+  int group[max_rank] = {0};  // reductions: which group (kept/reduced) each dim belongs to
 
   index_t inner() const { return extent[nd - 1]; }
   index_t rows() const {
@@ -30,18 +31,24 @@ struct layout {
   }
 };
 
-/// Builds the layout for `out_shape` given every operand's broadcast strides.
-inline layout make_layout(const Shape& out_shape, const std::vector<Strides>& operands) {
+/// Builds the layout for `out_shape` given every operand's broadcast strides. Reductions
+/// pass `order` (the dimensions in iteration order) and `groups` (a group id per
+/// dimension); dimensions of different groups are never merged.
+inline layout make_layout(const Shape& out_shape, const std::vector<Strides>& operands,
+                          const int* order = nullptr, const int* groups = nullptr) {
   layout L;
   L.out_shape = out_shape;
   int dims[max_rank], n = 0;
-  for (int i = 0; i < out_shape.size(); ++i)
+  for (int t = 0; t < out_shape.size(); ++t) {
+    const int i = order ? order[t] : t;
     if (out_shape[i] != 1) dims[n++] = i;
+  }
   if (n == 0) return L;  // a single element
   L.nd = 0;
   for (int t = 0; t < n; ++t) {
     const int i = dims[t];
-    bool merge = L.nd > 0;
+    const int g = groups ? groups[i] : 0;
+    bool merge = L.nd > 0 && L.group[L.nd - 1] == g;
     if (merge) {
       const int prev = L.last[L.nd - 1];
       for (const Strides& s : operands)
@@ -56,6 +63,7 @@ inline layout make_layout(const Shape& out_shape, const std::vector<Strides>& op
     } else {
       L.extent[L.nd] = out_shape[i];
       L.last[L.nd] = i;
+      L.group[L.nd] = g;
       ++L.nd;
     }
   }

@@ -49,7 +49,7 @@ template <class E>
 auto lower(const E& e) {
   if constexpr (requires { typename E::op_type; }) {
     using Op = typename E::op_type;
-    constexpr std::size_t n = hana::length(decltype(e.args_){});
+    constexpr std::size_t n = decltype(hana::length(std::declval<decltype(e.args_)&>()))::value;
     if constexpr (n == 2 && (std::is_same_v<Op, ops::add_op> || std::is_same_v<Op, ops::sub_op>)) {
       using L = std::remove_cvref_t<decltype(hana::at_c<0>(e.args_))>;
       using R = std::remove_cvref_t<decltype(hana::at_c<1>(e.args_))>;

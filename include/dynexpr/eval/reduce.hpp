@@ -1,0 +1,349 @@
+// dynexpr/eval/reduce.hpp — reductions over one axis, several axes or all of them, with
+// the pointwise input fused (read through its evaluator, never materialised).
+//
+// Note [reduction layout]
+// The input is walked in the order [kept dims][reduced dims][innermost dim if kept],
+// each group coalesced on its own (eval/layout.hpp). Two loops follow from that:
+//  - inner: the innermost input dim is reduced. Each output is a reduction of rows, SIMD
+//    along the row, in blocks of `reduce_block` elements with four accumulators;
+//  - outer: the innermost input dim is kept (column sums). Vectors of outputs accumulate
+//    row after row, SIMD across the kept dim.
+// Work items are (output, chunk of the reduced space) with chunk boundaries fixed by
+// sizes, not by thread count, and partial results are combined in chunk order: the
+// result is bitwise the same for 1 and N threads.
+//
+// Note [summation accuracy]
+// Float sums add within a block of at most 1024 elements in the input's precision (as
+// NumPy's pairwise sum does within its blocks of 128), across 32 independent lanes, and
+// add block totals in double. The error stays well below NumPy's for long rows.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "dynexpr/eval/assign.hpp"
+
+namespace dynexpr {
+namespace evaluation {
+
+enum class reduce_kind { sum, prod, min, max, any, all };
+
+/// What one reduction accumulates: the SIMD lane type, the type of block totals, the
+/// result type, identities and combining steps.
+template <reduce_kind K, class In>
+struct reducer {
+  static constexpr bool is_float = is_float_v<In>;
+  static constexpr bool arith = K == reduce_kind::sum || K == reduce_kind::prod;
+  using lane_t = std::conditional_t<
+      arith, std::conditional_t<is_float, In, std::int64_t>,
+      std::conditional_t<K == reduce_kind::any || K == reduce_kind::all, std::uint8_t,
+                         storage_t<In>>>;
+  using total_t = std::conditional_t<arith && is_float, double, lane_t>;
+  using result_t = std::conditional_t<
+      arith, std::conditional_t<is_float, In, std::int64_t>,
+      std::conditional_t<K == reduce_kind::any || K == reduce_kind::all, bool, In>>;
+
+  static constexpr lane_t identity() {
+    if constexpr (K == reduce_kind::sum || K == reduce_kind::any) return lane_t(0);
+    else if constexpr (K == reduce_kind::prod || K == reduce_kind::all) return lane_t(1);
+    else if constexpr (K == reduce_kind::min)
+      return is_float ? std::numeric_limits<lane_t>::infinity() : std::numeric_limits<lane_t>::max();
+    else
+      return is_float ? -std::numeric_limits<lane_t>::infinity() : std::numeric_limits<lane_t>::lowest();
+  }
+  template <class D>
+  static DYNEXPR_INLINE hn::Vec<D> combine(D d, hn::Vec<D> a, hn::Vec<D> b) {
+    if constexpr (K == reduce_kind::sum) return hn::Add(a, b);
+    else if constexpr (K == reduce_kind::prod) return ops::mul_op::simd(d, a, b);
+    else if constexpr (K == reduce_kind::min || K == reduce_kind::all) return ops::minimum_op::simd(d, a, b);
+    else return ops::maximum_op::simd(d, a, b);
+  }
+  static total_t combine_total(total_t a, total_t b) {
+    if constexpr (K == reduce_kind::sum) return a + b;
+    else if constexpr (K == reduce_kind::prod) return ops::mul_op::scalar(a, b);
+    else if constexpr (K == reduce_kind::min || K == reduce_kind::all) return ops::detail::scalar_min(a, b);
+    else return ops::detail::scalar_max(a, b);
+  }
+  template <class D>
+  static total_t reduce_lanes(D d, hn::Vec<D> v) {
+    alignas(64) lane_t buf[simd::max_lanes_v<D>];
+    hn::Store(v, d, buf);
+    total_t t = static_cast<total_t>(identity());
+    for (std::size_t i = 0; i < hn::Lanes(d); ++i) t = combine_total(t, static_cast<total_t>(buf[i]));
+    return t;
+  }
+  static result_t finish(total_t t) {
+    if constexpr (std::is_same_v<result_t, bool>) return t != 0;
+    else return static_cast<result_t>(t);
+  }
+};
+
+/// Elements of the reduced space that one work item covers.
+inline constexpr index_t reduce_block = 1024;
+inline constexpr index_t reduce_chunk = 32768;
+/// Outputs one outer-loop item accumulates side by side (a multiple of every lane count).
+inline constexpr index_t outer_width = 512;
+/// Rows accumulated in the input's precision before flushing into the totals.
+inline constexpr index_t outer_flush = 128;
+
+/// The plan of one reduction: the grouped layout and the sizes of each group.
+struct reduce_plan {
+  layout L;
+  int nk = 0, nr = 0;       // coalesced dims in the kept and reduced groups
+  bool outer = false;       // an innermost kept dim exists (the last coalesced dim)
+  index_t kept = 1;         // number of outputs along the kept group (excl. the inner dim)
+  index_t reduced = 1;      // elements reduced into each output
+  index_t ni = 1;           // extent of the innermost kept dim (outer loop only)
+  Shape out_shape;          // result shape (with or without kept 1s)
+};
+
+/// Groups: 0 kept, 1 reduced, 2 innermost kept.
+inline reduce_plan make_reduce_plan(const Shape& in, const bool* reduce_axis, bool keepdims,
+                                    const std::vector<Strides>& operands) {
+  reduce_plan p;
+  const int n = in.size();
+  int order[max_rank], groups[max_rank], t = 0;
+  const bool inner_kept = n > 0 && !reduce_axis[n - 1] && in[n - 1] != 1;
+  for (int i = 0; i < n; ++i) groups[i] = reduce_axis[i] ? 1 : 0;
+  if (inner_kept) groups[n - 1] = 2;
+  for (int g = 0; g < 3; ++g)
+    for (int i = 0; i < n; ++i)
+      if (groups[i] == g) order[t++] = i;
+  p.L = make_layout(in, operands, order, groups);
+  for (int i = 0; i < n; ++i) {
+    if (!reduce_axis[i]) p.out_shape.push_back(in[i]);
+    else if (keepdims) p.out_shape.push_back(1);
+  }
+  for (int k = 0; k < p.L.nd; ++k) {
+    if (p.L.last[k] < 0) continue;  // the lone size-1 dim of a single element
+    if (p.L.group[k] == 0) ++p.nk, p.kept *= p.L.extent[k];
+    else if (p.L.group[k] == 1) ++p.nr, p.reduced *= p.L.extent[k];
+    else p.outer = true, p.ni = p.L.extent[k];
+  }
+  // Size-0 dims are never dropped; a reduced axis of size 0 makes `reduced` 0.
+  for (int i = 0; i < n; ++i)
+    if (reduce_axis[i] && in[i] == 0) p.reduced = 0;
+  // Always give the reduced group one dim (a virtual one of extent 1, stride 0), so
+  // that the loops below have one shape.
+  if (p.nr == 0) {
+    const int at = p.nk;
+    for (int k = p.L.nd; k > at; --k) {
+      p.L.extent[k] = p.L.extent[k - 1];
+      p.L.last[k] = p.L.last[k - 1];
+      p.L.group[k] = p.L.group[k - 1];
+    }
+    if (p.L.nd == 1 && p.L.last[0] < 0) {  // single element: replace, don't insert
+      p.L.group[0] = 1;
+    } else {
+      p.L.extent[at] = 1;
+      p.L.last[at] = -1;
+      p.L.group[at] = 1;
+      ++p.L.nd;
+    }
+    p.nr = 1;
+  }
+  return p;
+}
+
+/// Splits a linear index over dims [first, first + count) of the layout into idx.
+inline void decode(const layout& L, int first, int count, index_t lin, index_t* idx) {
+  for (int k = first + count - 1; k >= first; --k) {
+    idx[k] = lin % L.extent[k];
+    lin /= L.extent[k];
+  }
+}
+
+/// Reduces the lanes [jb, je) of the current row into a total.
+template <class R, mode M, class DL, class DA, class Ev>
+DYNEXPR_INLINE typename R::total_t reduce_segment(DL dl, DA da, const Ev& ev, index_t jb,
+                                                  index_t je) {
+  using lane_t = typename R::lane_t;
+  const index_t n = static_cast<index_t>(hn::Lanes(da));
+  const auto id = hn::Set(da, R::identity());
+  typename R::total_t total = static_cast<typename R::total_t>(R::identity());
+  for (index_t b = jb; b < je; b += reduce_block) {
+    const index_t be = std::min(b + reduce_block, je);
+    auto a0 = id, a1 = id, a2 = id, a3 = id;
+    index_t j = b;
+    for (; j + 4 * n <= be; j += 4 * n) {
+      a0 = R::combine(da, a0, value_as<M>(ev, dl, da, j));
+      a1 = R::combine(da, a1, value_as<M>(ev, dl, da, j + n));
+      a2 = R::combine(da, a2, value_as<M>(ev, dl, da, j + 2 * n));
+      a3 = R::combine(da, a3, value_as<M>(ev, dl, da, j + 3 * n));
+    }
+    for (; j + n <= be; j += n) a0 = R::combine(da, a0, value_as<M>(ev, dl, da, j));
+    if (j < be) {
+      const auto x = value_as<mode::tail>(ev, dl, da, j);
+      a1 = R::combine(da, a1, hn::IfThenElse(hn::FirstN(da, static_cast<std::size_t>(be - j)), x, id));
+    }
+    a0 = R::combine(da, R::combine(da, a0, a1), R::combine(da, a2, a3));
+    total = R::combine_total(total, R::reduce_lanes(da, a0));
+    (void)sizeof(lane_t);
+  }
+  return total;
+}
+
+/// Runs reduction K of expression e (already lowered) with the given plan into out.
+template <reduce_kind K, class E>
+void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E::value_type>::result_t* out) {
+  using In = typename E::value_type;
+  using R = reducer<K, In>;
+  using lane_t = typename R::lane_t;
+  using total_t = typename R::total_t;
+  using DL = hn::ScalableTag<lane_carrier_t<std::max(widest<E>::value, sizeof(lane_t))>>;
+  const layout& L = p.L;
+  const evaluator<E> ev0(e, L);
+  const bool unit = ev0.unit();
+  const index_t outputs = p.kept * p.ni;
+  if (outputs == 0) return;
+  if (p.reduced == 0) {
+    if constexpr (K == reduce_kind::min || K == reduce_kind::max)
+      throw value_error(std::string("dynexpr: zero-size array to reduction operation ") +
+                        (K == reduce_kind::min ? "minimum" : "maximum") + " which has no identity");
+    std::fill(out, out + outputs, R::finish(static_cast<total_t>(R::identity())));
+    return;
+  }
+  const int nseek = L.nd - 1;  // dims addressed by seek(); the last one is walked by j
+  const double work = static_cast<double>(outputs) * static_cast<double>(p.reduced) *
+                      (cost_per_element_v<E> + 1);
+  if (!p.outer) {
+    // Inner loop: each output reduces `reduced` elements, rows of length `row` each.
+    const index_t row = L.extent[L.nd - 1];
+    const index_t chunks = (p.reduced + reduce_chunk - 1) / reduce_chunk;
+    const index_t items = p.kept * chunks;
+    std::vector<total_t> partial(chunks > 1 ? items : 0);
+    const index_t grain = chunks > 1 ? 1 : std::max<index_t>(1, reduce_chunk / p.reduced);
+    parallel::parallel_for(items, grain, 1, work, [&](index_t ib, index_t ie) {
+      evaluator<E> ev = ev0;
+      const DL dl;
+      const hn::Rebind<lane_t, DL> da;
+      index_t idx[max_rank] = {};
+      for (index_t it = ib; it < ie; ++it) {
+        const index_t k = it / chunks, c = it % chunks;
+        index_t pos = c * reduce_chunk;
+        const index_t end = std::min(pos + reduce_chunk, p.reduced);
+        decode(L, 0, p.nk, k, idx);
+        total_t total = static_cast<total_t>(R::identity());
+        while (pos < end) {
+          const index_t r = pos / row, jb = pos % row;
+          const index_t je = std::min(row, jb + (end - pos));
+          decode(L, p.nk, p.nr - 1, r, idx);
+          ev.seek(idx);
+          total = R::combine_total(total, unit ? reduce_segment<R, mode::unit>(dl, da, ev, jb, je)
+                                                : reduce_segment<R, mode::general>(dl, da, ev, jb, je));
+          pos += je - jb;
+        }
+        if (chunks > 1) partial[it] = total;
+        else out[k] = R::finish(total);
+      }
+    });
+    if (chunks > 1)
+      for (index_t k = 0; k < p.kept; ++k) {
+        total_t t = partial[k * chunks];
+        for (index_t c = 1; c < chunks; ++c) t = R::combine_total(t, partial[k * chunks + c]);
+        out[k] = R::finish(t);
+      }
+    return;
+  }
+  // Outer loop: outputs along the innermost kept dim accumulate across reduced rows.
+  const index_t rows = p.reduced;
+  const index_t jblocks = (p.ni + outer_width - 1) / outer_width;
+  const index_t rows_per_chunk = std::max<index_t>(outer_flush, reduce_chunk / std::min(p.ni, outer_width));
+  const index_t rchunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+  const index_t items = p.kept * jblocks * rchunks;
+  std::vector<total_t> partial(rchunks > 1 ? static_cast<std::size_t>(items) * outer_width : 0);
+  parallel::parallel_for(items, 1, 1, work, [&](index_t ib, index_t ie) {
+    evaluator<E> ev = ev0;
+    const DL dl;
+    const hn::Rebind<lane_t, DL> da;
+    const index_t n = static_cast<index_t>(hn::Lanes(da));
+    alignas(64) lane_t acc[outer_width];
+    total_t tot[outer_width];
+    index_t idx[max_rank] = {};
+    for (index_t it = ib; it < ie; ++it) {
+      const index_t k = it / (jblocks * rchunks);
+      const index_t jbk = (it / rchunks) % jblocks, c = it % rchunks;
+      const index_t jb = jbk * outer_width, w = std::min(outer_width, p.ni - jb);
+      const index_t r0 = c * rows_per_chunk, r1 = std::min(rows, r0 + rows_per_chunk);
+      std::fill(tot, tot + w, static_cast<total_t>(R::identity()));
+      decode(L, 0, p.nk, k, idx);
+      for (index_t rb = r0; rb < r1; rb += outer_flush) {
+        std::fill(acc, acc + outer_width, R::identity());
+        for (index_t r = rb, re = std::min(r1, rb + outer_flush); r < re; ++r) {
+          decode(L, p.nk, p.nr, r, idx);
+          ev.seek(idx);
+          index_t v = 0;
+          for (; v + n <= w; v += n) {
+            const auto x = unit ? value_as<mode::unit>(ev, dl, da, jb + v)
+                                : value_as<mode::general>(ev, dl, da, jb + v);
+            hn::Store(R::combine(da, hn::Load(da, acc + v), x), da, acc + v);
+          }
+          if (v < w) {
+            const auto x = value_as<mode::tail>(ev, dl, da, jb + v);
+            const auto m = hn::FirstN(da, static_cast<std::size_t>(w - v));
+            hn::Store(R::combine(da, hn::Load(da, acc + v), hn::IfThenElse(m, x, hn::Set(da, R::identity()))), da, acc + v);
+          }
+        }
+        for (index_t v = 0; v < w; ++v) tot[v] = R::combine_total(tot[v], static_cast<total_t>(acc[v]));
+      }
+      if (rchunks > 1) std::copy(tot, tot + w, partial.begin() + it * outer_width);
+      else
+        for (index_t v = 0; v < w; ++v) out[k * p.ni + jb + v] = R::finish(tot[v]);
+    }
+    (void)nseek;
+  });
+  if (rchunks > 1)
+    for (index_t k = 0; k < p.kept; ++k)
+      for (index_t jbk = 0; jbk < jblocks; ++jbk) {
+        const index_t jb = jbk * outer_width, w = std::min(outer_width, p.ni - jb);
+        const index_t base = (k * jblocks + jbk) * rchunks;
+        for (index_t v = 0; v < w; ++v) {
+          total_t t = partial[base * outer_width + v];
+          for (index_t c = 1; c < rchunks; ++c) t = R::combine_total(t, partial[(base + c) * outer_width + v]);
+          out[k * p.ni + jb + v] = R::finish(t);
+        }
+      }
+}
+
+/// Which axes a call reduces: all, one, or a list (negative axes count from the end).
+struct axis_set {
+  bool all = true;
+  Shape list;
+  void mark(int ndim, bool* reduce) const {
+    for (int i = 0; i < ndim; ++i) reduce[i] = all;
+    if (all) return;
+    for (index_t a : list) {
+      const int ax = normalize_axis(static_cast<int>(a), ndim);
+      if (reduce[ax]) throw value_error("dynexpr: duplicate value in 'axis'");
+      reduce[ax] = true;
+    }
+  }
+};
+
+template <class E>
+reduce_plan plan_for(const E& e, const axis_set& axes, bool keepdims) {
+  const Shape in = e.shape();
+  bool reduce[max_rank];
+  axes.mark(in.size(), reduce);
+  std::vector<Strides> operands;
+  for_each_leaf(e, [&](const auto& leaf) {
+    operands.push_back(broadcast_strides(leaf.shape(), leaf.strides(), in));
+  });
+  return make_reduce_plan(in, reduce, keepdims, operands);
+}
+
+/// Reduction K of expression x over `axes` into a new Tensor.
+template <reduce_kind K, class X>
+auto reduce_to_tensor(const X& x, const axis_set& axes, bool keepdims) {
+  using R = reducer<K, typename X::value_type>;
+  const auto low = lower(x);
+  const reduce_plan p = plan_for(low, axes, keepdims);
+  Tensor<typename R::result_t> out(p.out_shape);
+  run_reduce<K>(low, p, out.data());
+  return out;
+}
+
+}  // namespace evaluation
+}  // namespace dynexpr
