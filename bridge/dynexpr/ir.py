@@ -1,0 +1,160 @@
+"""dynexpr.ir — the typed graph that capture produces and every backend consumes.
+
+A Graph is a list of Values in topological order. Each Value is one NumPy-level
+operation with its result dtype and shape already decided (by NumPy's own rules, at
+capture time), so backends never re-derive promotion or broadcasting:
+
+    %0 = input[0] : float32[1024]
+    %1 = const(2.0, weak=float) : float32[]
+    %2 = multiply(%0, %1) : float32[1024]
+    %3 = tanh(%2) : float32[1024]
+    return (%3,)
+
+Ops are the C++ op table's NumPy names (``dynexpr::ops::op_names()``, checked by a
+test), plus the structural ops listed in STRUCTURAL_OPS. The canonical text is the
+hash input of the compile cache: it contains everything that changes the generated
+code and nothing else (no object ids, no file names).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+DTYPES = ("bool", "uint8", "int32", "int64", "float32", "float64")
+
+# dim: an int for a static extent, or a str naming a dynamic one ("s0", "s1", ...);
+# equal names are equal extents.
+Dim = "int | str"
+
+# Ops that are not elementwise op-table entries. attrs (all hashable):
+#   input        index: position among the graph's inputs
+#   const        value: Python scalar (already of the node's dtype's kind)
+#   astype       dtype
+#   where        (cond, a, b)
+#   sum prod min max mean any all    axes: tuple[int] | None, keepdims: bool
+#   var std      axes, keepdims, ddof
+#   argmin argmax                    axis: int | None, keepdims: bool
+#   matmul       (a, b)
+#   reshape      shape: tuple
+#   transpose    axes: tuple
+#   broadcast_to shape: tuple
+#   expand_dims  axis: tuple
+#   squeeze      axis: tuple
+#   getitem      index: tuple of ("int", i) | ("slice", start, stop, step) | ("newaxis",)
+#   full         value, dtype, shape (zeros_like/ones_like/full_like)
+#   setitem      (base, value) index: like getitem — writes value into base[index];
+#                its result is base after the write (a new version of it).
+REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all", "var", "std", "argmin", "argmax")
+VIEWS = ("reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "getitem")
+STRUCTURAL_OPS = ("input", "const", "astype", "where", "matmul", "full", "setitem") + REDUCTIONS + VIEWS
+
+
+@dataclass(eq=False)
+class Value:
+    """One node: op applied to args, giving an array of `dtype` and `shape`."""
+
+    op: str
+    args: tuple["Value", ...]
+    dtype: str
+    shape: tuple
+    attrs: tuple = ()  # sorted ((name, value), ...), hashable
+    id: int = -1
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return default
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"%{self.id}:{self.op}:{self.dtype}{list(self.shape)}"
+
+
+def make_attrs(**kw: Any) -> tuple:
+    return tuple(sorted(kw.items()))
+
+
+@dataclass
+class Graph:
+    """Values in topological order; `outputs` are what the captured code returns or
+    writes back (mutations are `setitem` values listed in `mutations` with the input
+    index they update)."""
+
+    values: list[Value] = field(default_factory=list)
+    outputs: list[Value] = field(default_factory=list)
+    # (input index, final value of that input) for arguments the code mutated in place.
+    mutations: list[tuple[int, Value]] = field(default_factory=list)
+
+    def add(self, v: Value) -> Value:
+        v.id = len(self.values)
+        self.values.append(v)
+        return v
+
+    @property
+    def inputs(self) -> list[Value]:
+        return [v for v in self.values if v.op == "input"]
+
+    def ops(self) -> list[str]:
+        """Op names of the computing values (no inputs or constants)."""
+        return [v.op for v in self.values if v.op not in ("input", "const")]
+
+    def canonical(self) -> str:
+        """The text that identifies this graph's computation (the cache-key input)."""
+        lines = []
+        for v in self.values:
+            args = ", ".join(f"%{a.id}" for a in v.args)
+            attrs = "".join(f", {k}={_canon(x)}" for k, x in v.attrs)
+            shape = ",".join(str(d) for d in v.shape)
+            lines.append(f"%{v.id} = {v.op}({args}{attrs}) : {v.dtype}[{shape}]")
+        lines.append("return (" + ", ".join(f"%{o.id}" for o in self.outputs) + ")")
+        for i, v in self.mutations:
+            lines.append(f"mutate input[{i}] <- %{v.id}")
+        return "\n".join(lines)
+
+    def key(self) -> str:
+        return hashlib.sha256(self.canonical().encode()).hexdigest()
+
+    def __str__(self) -> str:
+        return self.canonical()
+
+
+def _canon(x: Any) -> str:
+    # repr of floats round-trips exactly; bools and ints are distinct from floats.
+    if isinstance(x, float):
+        return repr(x) + "f"
+    if isinstance(x, tuple):
+        return "(" + ",".join(_canon(e) for e in x) + ")"
+    return repr(x)
+
+
+def topo_users(graph: Graph) -> dict[int, list[Value]]:
+    """For each value id, the values that use it."""
+    users: dict[int, list[Value]] = {v.id: [] for v in graph.values}
+    for v in graph.values:
+        for a in v.args:
+            users[a.id].append(v)
+    return users
+
+
+def walk(values: Iterable[Value]) -> list[Value]:
+    """All values reachable from `values`, in topological order."""
+    seen: dict[int, Value] = {}
+    order: list[Value] = []
+
+    def visit(v: Value) -> None:
+        if id(v) in seen:
+            return
+        seen[id(v)] = v
+        for a in v.args:
+            visit(a)
+        order.append(v)
+
+    for v in values:
+        visit(v)
+    return order

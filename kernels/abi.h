@@ -1,0 +1,56 @@
+/* kernels/abi.h — the versioned C ABI between the Python bridge and every compiled unit.
+ *
+ * A compiled unit (a shared object built from generated C++ in dynexpr's expression
+ * templates) exports exactly these symbols with C linkage:
+ *
+ *   int32_t dynexpr_abi_version(void);          returns DYNEXPR_ABI_VERSION
+ *   int32_t dynexpr_kernel(const dx_array* in, int32_t n_in,
+ *                          const dx_array* out, int32_t n_out,
+ *                          char* err, size_t err_len);
+ *
+ * `in` are the kernel's inputs, `out` its outputs, allocated by the caller with the
+ * shapes the graph gives (the kernel checks them). Strides are in elements and may be
+ * zero or negative. The return value is 0 on success; otherwise a NUL-terminated message
+ * is written to err (at most err_len bytes) and non-zero is returned. No C++ exception
+ * ever crosses this boundary. The kernel may be called from any thread, concurrently,
+ * without the GIL.
+ */
+#ifndef DYNEXPR_KERNELS_ABI_H
+#define DYNEXPR_KERNELS_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DYNEXPR_ABI_VERSION 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dtype codes, in dynexpr::dtype order. */
+enum dx_dtype_code {
+  DX_BOOL = 0,
+  DX_UINT8 = 1,
+  DX_INT32 = 2,
+  DX_INT64 = 3,
+  DX_FLOAT32 = 4,
+  DX_FLOAT64 = 5
+};
+
+typedef struct dx_array {
+  void* data;
+  int32_t dtype; /* enum dx_dtype_code */
+  int32_t ndim;
+  const int64_t* shape;
+  const int64_t* strides; /* in elements, not bytes */
+} dx_array;
+
+typedef int32_t (*dx_abi_version_fn)(void);
+typedef int32_t (*dx_kernel_fn)(const dx_array* in, int32_t n_in, const dx_array* out,
+                                int32_t n_out, char* err, size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DYNEXPR_KERNELS_ABI_H */
