@@ -7,6 +7,9 @@
 #pragma once
 
 #include <cstdlib>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -83,15 +86,25 @@ class View;
 template <Element T>
 class Tensor;
 
-/// Allocates `n` zero-filled elements at buffer_alignment; throws std::bad_alloc.
+/// Allocates `n` elements at buffer_alignment, zero-filled unless `zero` is false;
+/// throws std::bad_alloc.
 template <class T>
-std::unique_ptr<T[], detail::aligned_delete<T>> allocate_zeroed(index_t n) {
+std::unique_ptr<T[], detail::aligned_delete<T>> allocate_zeroed(index_t n, bool zero = true) {
   const std::size_t bytes =
       ((static_cast<std::size_t>(n) * sizeof(T) + buffer_alignment - 1) / buffer_alignment) *
       buffer_alignment;
-  void* p = std::aligned_alloc(buffer_alignment, bytes ? bytes : buffer_alignment);
+  // Note [huge pages for big buffers]: a fresh 64 MB output costs more in page faults
+  // (16K of them at 4 KB) than the arithmetic that fills it. Buffers of 4 MB and more are
+  // aligned to 2 MB and advised as huge pages, so the kernel faults them in 2 MB at once.
+  const bool huge = bytes >= (std::size_t{4} << 20);
+  const std::size_t align = huge ? (std::size_t{2} << 20) : buffer_alignment;
+  const std::size_t total = ((bytes ? bytes : buffer_alignment) + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, total);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, bytes);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (huge) ::madvise(p, total, MADV_HUGEPAGE);
+#endif
+  if (zero) std::memset(p, 0, bytes);
   return std::unique_ptr<T[], detail::aligned_delete<T>>(static_cast<T*>(p));
 }
 
@@ -318,6 +331,9 @@ class Tensor {
   explicit Tensor(const Shape& shape)
       : shape_(shape), strides_(contiguous_strides(shape)), size_(checked_size(shape)),
         data_(allocate_zeroed<T>(size_)) {}
+  /// Uninitialised elements (np.empty): for outputs about to be overwritten, so that the
+  /// first touch of fresh pages happens in the (threaded) evaluation, not in a memset.
+  static Tensor empty(const Shape& shape) { return Tensor(shape, uninitialized{}); }
   Tensor(const Shape& shape, T fill) : Tensor(shape) {
     for (index_t i = 0; i < size_; ++i) data_[i] = fill;
   }
@@ -389,6 +405,10 @@ class Tensor {
   View<const T> broadcast_to(const Shape& s) const { return view().broadcast_to(s); }
 
  private:
+  struct uninitialized {};
+  Tensor(const Shape& shape, uninitialized)
+      : shape_(shape), strides_(contiguous_strides(shape)), size_(checked_size(shape)),
+        data_(allocate_zeroed<T>(size_, false)) {}
   static index_t checked_size(const Shape& s) {
     for (index_t e : s)
       if (e < 0) throw shape_error("dynexpr: negative extent in shape " + s.str());
@@ -407,7 +427,7 @@ class Tensor {
 
 template <class T>
 Tensor<typename View<T>::value_type> View<T>::copy() const {
-  Tensor<value_type> out(shape_);
+  Tensor<value_type> out = Tensor<value_type>::empty(shape_);
   // A plain nested walk; the SIMD copy is dx::eval(v) (eval/), which this header must not
   // depend on.
   const int nd = ndim();

@@ -177,7 +177,7 @@ void assign(View<T> out, E&& e) {
                         " into shape " + out.shape().str());
     if (out.size() == 0) return;
     if (evaluation::needs_temporary(out, x)) {
-      Tensor<T> tmp(es);
+      auto tmp = Tensor<T>::empty(es);
       evaluation::run(tmp.view(), evaluation::lower(x));
       evaluation::run(out, evaluation::lower(as_expr(tmp)));
       return;
@@ -195,7 +195,7 @@ template <Operand E>
 auto eval(E&& e) {
   auto x = as_expr(std::forward<E>(e));
   using T = typename decltype(x)::value_type;
-  Tensor<T> out(x.shape());
+  auto out = Tensor<T>::empty(x.shape());
   if (out.size()) evaluation::run(out.view(), evaluation::lower(x));
   return out;
 }

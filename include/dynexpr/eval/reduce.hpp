@@ -340,7 +340,7 @@ auto reduce_to_tensor(const X& x, const axis_set& axes, bool keepdims) {
   using R = reducer<K, typename X::value_type>;
   const auto low = lower(x);
   const reduce_plan p = plan_for(low, axes, keepdims);
-  Tensor<typename R::result_t> out(p.out_shape);
+  auto out = Tensor<typename R::result_t>::empty(p.out_shape);
   run_reduce<K>(low, p, out.data());
   return out;
 }

@@ -70,7 +70,7 @@ inline constexpr double max_finite = static_cast<double>(std::numeric_limits<T>:
 DYNEXPR_FLOAT_UNARY_OP(sqrt_op, "sqrt", "sqrt", 4, ({0, 0, 0, 1e6}), std::sqrt(x), DYNEXPR_ALL, hn::Sqrt(x))
 DYNEXPR_FLOAT_UNARY_OP(exp_op, "exp", "exp", 12, ({1, 1, -80, 80}), std::exp(x), DYNEXPR_EXP_RANGE, hn::Exp(d, x))
 DYNEXPR_FLOAT_UNARY_OP(expm1_op, "expm1", "expm1", 14, ({4, 4, -80, 80}), std::expm1(x), DYNEXPR_EXP_RANGE, hn::Expm1(d, x))
-DYNEXPR_FLOAT_UNARY_OP(exp2_op, "exp2", "exp2", 14, ({2, 2, -120, 120}), std::exp2(x), DYNEXPR_ALL, simd::Exp2(d, x))
+DYNEXPR_FLOAT_UNARY_OP(exp2_op, "exp2", "exp2", 14, ({1, 1, -120, 120}), std::exp2(x), DYNEXPR_ALL, simd::Exp2(d, x))
 DYNEXPR_FLOAT_UNARY_OP(log_op, "log", "log", 12, ({4, 4, 1e-30, 1e30}), std::log(x),
                        detail::above_within(d, x, 0, detail::max_finite<T>), hn::Log(d, x))
 DYNEXPR_FLOAT_UNARY_OP(log1p_op, "log1p", "log1p", 14, ({2, 2, -0.99, 1e30}), std::log1p(x),
@@ -83,11 +83,11 @@ DYNEXPR_FLOAT_UNARY_OP(sin_op, "sin", "sin", 16, ({3, 3, -1000, 1000}), std::sin
                        detail::within(d, x, -39000, 39000), hn::Sin(d, x))
 DYNEXPR_FLOAT_UNARY_OP(cos_op, "cos", "cos", 16, ({3, 3, -1000, 1000}), std::cos(x),
                        detail::within(d, x, -39000, 39000), hn::Cos(d, x))
-DYNEXPR_FLOAT_UNARY_OP(tan_op, "tan", "tan", 30, ({8, 8, -1.5, 1.5}), std::tan(x),
+DYNEXPR_FLOAT_UNARY_OP(tan_op, "tan", "tan", 30, ({2, 2, -1.5, 1.5}), std::tan(x),
                        detail::within(d, x, -39000, 39000), simd::Tan(d, x))
 DYNEXPR_FLOAT_UNARY_OP(tanh_op, "tanh", "tanh", 16, ({4, 4, -20, 20}), std::tanh(x), DYNEXPR_FINITE, hn::Tanh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(sinh_op, "sinh", "sinh", 16, ({4, 4, -80, 80}), std::sinh(x), DYNEXPR_EXP_RANGE, hn::Sinh(d, x))
-DYNEXPR_FLOAT_UNARY_OP(cosh_op, "cosh", "cosh", 16, ({4, 4, -80, 80}), std::cosh(x), DYNEXPR_ALL, simd::Cosh(d, x))
+DYNEXPR_FLOAT_UNARY_OP(cosh_op, "cosh", "cosh", 16, ({2, 2, -80, 80}), std::cosh(x), DYNEXPR_ALL, simd::Cosh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arcsin_op, "arcsin", "asin", 16, ({2, 2, -1, 1}), std::asin(x), detail::within(d, x, -1, 1), hn::Asin(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arccos_op, "arccos", "acos", 16, ({2, 2, -1, 1}), std::acos(x), detail::within(d, x, -1, 1), hn::Acos(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arctan_op, "arctan", "atan", 16, ({3, 3, -1e4, 1e4}), std::atan(x), DYNEXPR_FINITE, hn::Atan(d, x))
@@ -99,7 +99,7 @@ DYNEXPR_FLOAT_UNARY_OP(arctanh_op, "arctanh", "atanh", 16, ({3, 3, -0.99, 0.99})
 DYNEXPR_FLOAT_UNARY_OP(sigmoid_op, "sigmoid", "dx_sigmoid", 14, ({2, 2, -80, 80}),
                        (x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x))),
                        DYNEXPR_ALL, simd::Sigmoid(d, x))
-DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({2, 4, -6, 6}), std::erf(x), DYNEXPR_ALL, simd::Erf(d, x))
+DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({2, 2, -6, 6}), std::erf(x), DYNEXPR_ALL, simd::Erf(d, x))
 
 #undef DYNEXPR_ALL
 #undef DYNEXPR_FINITE
@@ -120,8 +120,8 @@ DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({2, 4, -6, 6}), std::erf(x), D
     template <class T> static T scalar(T a, T b) { return STD(a, b); }                    \
     template <class D, class V> static V simd(D d, V a, V b) { return BODY(d, a, b); }    \
   };
-DYNEXPR_FLOAT_BINARY_OP(arctan2_op, "arctan2", "atan2", 30, ({4, 4, -100, 100}), std::atan2, simd::Atan2)
-DYNEXPR_FLOAT_BINARY_OP(hypot_op, "hypot", "hypot", 8, ({2, 2, -1e10, 1e10}), std::hypot, simd::Hypot)
+DYNEXPR_FLOAT_BINARY_OP(arctan2_op, "arctan2", "atan2", 30, ({2, 2, -100, 100}), std::atan2, simd::Atan2)
+DYNEXPR_FLOAT_BINARY_OP(hypot_op, "hypot", "hypot", 8, ({1, 1, -1e10, 1e10}), std::hypot, simd::Hypot)
 #undef DYNEXPR_FLOAT_BINARY_OP
 
 // pow_op is declared with the arithmetic ops (it follows their dtype rule).
