@@ -83,11 +83,11 @@ DYNEXPR_FLOAT_UNARY_OP(sin_op, "sin", "sin", 16, ({3, 3, -1000, 1000}), std::sin
                        detail::within(d, x, -39000, 39000), hn::Sin(d, x))
 DYNEXPR_FLOAT_UNARY_OP(cos_op, "cos", "cos", 16, ({3, 3, -1000, 1000}), std::cos(x),
                        detail::within(d, x, -39000, 39000), hn::Cos(d, x))
-DYNEXPR_FLOAT_UNARY_OP(tan_op, "tan", "tan", 30, ({2, 2, -1.5, 1.5}), std::tan(x),
+DYNEXPR_FLOAT_UNARY_OP(tan_op, "tan", "tan", 30, ({1, 1, -1.5, 1.5}), std::tan(x),
                        detail::within(d, x, -39000, 39000), simd::Tan(d, x))
 DYNEXPR_FLOAT_UNARY_OP(tanh_op, "tanh", "tanh", 16, ({4, 4, -20, 20}), std::tanh(x), DYNEXPR_FINITE, hn::Tanh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(sinh_op, "sinh", "sinh", 16, ({4, 4, -80, 80}), std::sinh(x), DYNEXPR_EXP_RANGE, hn::Sinh(d, x))
-DYNEXPR_FLOAT_UNARY_OP(cosh_op, "cosh", "cosh", 16, ({2, 2, -80, 80}), std::cosh(x), DYNEXPR_ALL, simd::Cosh(d, x))
+DYNEXPR_FLOAT_UNARY_OP(cosh_op, "cosh", "cosh", 16, ({1.5, 1.5, -80, 80}), std::cosh(x), DYNEXPR_ALL, simd::Cosh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arcsin_op, "arcsin", "asin", 16, ({2, 2, -1, 1}), std::asin(x), detail::within(d, x, -1, 1), hn::Asin(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arccos_op, "arccos", "acos", 16, ({2, 2, -1, 1}), std::acos(x), detail::within(d, x, -1, 1), hn::Acos(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arctan_op, "arctan", "atan", 16, ({3, 3, -1e4, 1e4}), std::atan(x), DYNEXPR_FINITE, hn::Atan(d, x))
@@ -96,10 +96,10 @@ DYNEXPR_FLOAT_UNARY_OP(arccosh_op, "arccosh", "acosh", 16, ({3, 3, 1, 1e4}), std
                        detail::within(d, x, 1, detail::max_finite<T>), hn::Acosh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arctanh_op, "arctanh", "atanh", 16, ({3, 3, -0.99, 0.99}), std::atanh(x),
                        hn::And(hn::Gt(x, hn::Set(d, T(-1))), hn::Lt(x, hn::Set(d, T(1)))), hn::Atanh(d, x))
-DYNEXPR_FLOAT_UNARY_OP(sigmoid_op, "sigmoid", "dx_sigmoid", 14, ({2, 2, -80, 80}),
+DYNEXPR_FLOAT_UNARY_OP(sigmoid_op, "sigmoid", "dx_sigmoid", 14, ({1, 1, -80, 80}),
                        (x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x))),
                        DYNEXPR_ALL, simd::Sigmoid(d, x))
-DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({2, 2, -6, 6}), std::erf(x), DYNEXPR_ALL, simd::Erf(d, x))
+DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({1.5, 1.5, -6, 6}), std::erf(x), DYNEXPR_ALL, simd::Erf(d, x))
 
 #undef DYNEXPR_ALL
 #undef DYNEXPR_FINITE
