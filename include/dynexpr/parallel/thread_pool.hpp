@@ -1,0 +1,459 @@
+// dynexpr/parallel/thread_pool.hpp — the persistent thread pool behind every evaluation loop.
+//
+// One process-wide pool of (num_threads() - 1) workers plus the calling thread. Workers are
+// created lazily on the first pooled call (and again after a resize) and live until exit;
+// parallel_for never creates a thread and never allocates. See Note [pool protocol].
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#define DYNEXPR_HAS_PTHREAD_ATFORK 1
+#endif
+
+#include "dynexpr/core/config.hpp"
+#include "dynexpr/core/error.hpp"
+
+namespace dynexpr::parallel {
+
+/// Threads a pooled parallel_for uses, the calling thread included. Read once from the
+/// environment variable DYNEXPR_NUM_THREADS (an integer >= 1) when the pool is first used,
+/// else std::thread::hardware_concurrency(); set_num_threads changes it.
+int num_threads();
+
+/// Resizes the pool to `n` threads (1 <= n <= max_threads), the caller included; 1 makes
+/// every parallel_for inline. Waits for a pooled call running on another thread to finish.
+/// Throws value_error for a bad `n` or when called from inside a parallel_for body.
+void set_num_threads(int n);
+
+/// Estimated work units (elements x per-element cost) below which parallel_for runs inline:
+/// default_inline_threshold, or DYNEXPR_PARALLEL_THRESHOLD (an integer >= 0) if set.
+index_t inline_threshold();
+
+/// Calls fn(begin, end) on disjoint chunks that cover [0, n). Every chunk boundary except n
+/// is a multiple of `align` (>= 1); every chunk but the last has at least `grain` items
+/// (rounded up to align; grain <= 0 means no minimum). `work` estimates the total work units.
+/// Runs fn(0, n) inline on the caller when work < inline_threshold(), the pool has one
+/// thread, the call is nested inside another parallel_for body, or another thread is using
+/// the pool. The first exception thrown by any chunk is rethrown here after all chunks have
+/// finished or been skipped. n == 0 calls nothing.
+template <class F>
+void parallel_for(index_t n, index_t grain, index_t align, double work, F&& fn);
+
+/// True on a pool worker thread (false on the thread that called parallel_for).
+bool in_worker();
+
+inline constexpr int max_threads = 4096;
+
+// Measured with bench/pool_handoff.cpp (g++ 12 -O2 -march=native; 2-vCPU AMD EPYC Zen 3 KVM
+// guest, 2 threads, 4 runs under `chrt -f 1` because the machine was shared):
+//   empty body: inline 2-4 ns, pooled 50-440 ns (the caller takes most chunks itself);
+//   round trip with every worker taking a chunk: 0.4-1.3 us while the workers spin,
+//   16-26 us (median) after 1 ms idle, when they sleep and the futex wake crosses the VM;
+//   y[i] = x[i]*2+1 on float (mul + add = 2 units/element): pooled beats inline from
+//   65536-92672 elements (131k-185k units) with the data in cache and 11584-16384 elements
+//   (23k-33k units) from DRAM. The default is the geometric middle: at 65536 units (32768
+//   elements here) the pool loses ~1.5 us in cache and gains ~5 us (1.3-1.4x) from DRAM.
+//   More cores lower both crossovers: the same hand-off buys a larger share of the work.
+inline constexpr index_t default_inline_threshold = 65536;
+
+namespace detail {
+
+/// DYNEXPR_NUM_THREADS's value as a thread count: an integer >= 1 (capped at max_threads),
+/// surrounding blanks allowed; anything else (null, "", "0", "-1", "abc", "3x") -> fallback.
+int parse_num_threads(const char* text, int fallback) noexcept;
+/// DYNEXPR_PARALLEL_THRESHOLD's value: an integer >= 0; anything else -> fallback.
+index_t parse_threshold(const char* text, index_t fallback) noexcept;
+
+/// `count` chunks of `chunk` items (the last one shorter) covering [0, n); count 1 = inline.
+struct chunk_plan {
+  index_t chunk, count;
+};
+chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threads) noexcept;
+
+/// The type-erased body: no std::function, so a call allocates nothing.
+using chunk_fn = void (*)(void* ctx, index_t begin, index_t end);
+
+template <class Fn>
+void call_chunk(void* ctx, index_t begin, index_t end) {
+  (*static_cast<Fn*>(ctx))(begin, end);
+}
+
+// Set for life on each worker.
+inline thread_local bool t_worker = false;
+// True while this thread runs chunks of a pooled call (caller or worker): a parallel_for from
+// inside a body must run inline, both because the pool is busy with the outer call and
+// because try_lock on a mutex this thread already holds is undefined.
+inline thread_local bool t_busy = false;
+// Set when the pool's static destructor has run: a parallel_for from a later static
+// destructor then runs inline instead of touching a dead object. Trivially destructible.
+inline std::atomic<bool> pool_gone{false};
+
+// Note [spin then block]
+// A waiting thread (a worker between jobs, the caller waiting for the last chunk) spins with a
+// pause instruction for spin_time, then sleeps on a condition variable. A sleep/wake pair
+// costs a futex call on each side plus the scheduler's wake-up latency (µs to tens of µs);
+// evaluation loops come back to back (one per fused expression), so the next job usually
+// lands inside the spin window and costs only a few cache-line transfers, while idle workers
+// stop burning cores soon after a burst. The spin yields every ~2 µs: with more runnable
+// threads than cores the thread we wait for may be queued behind us on this very core, and a
+// pure spin held it off for the whole window (measured on a loaded 2-core machine: small
+// pooled calls the worker joined took ~37 µs instead of < 1 µs).
+inline constexpr std::chrono::microseconds spin_time{30};
+
+inline void cpu_relax() noexcept {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_ia32_pause();  // frees the core's resources for the sibling hyperthread
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+/// Spin-then-block wait on a condition another thread makes true (Note [spin then block]).
+class waiter {
+ public:
+  template <class Ready>
+  void wait(Ready ready);
+  /// Call after making the condition true with a seq_cst write.
+  void notify();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::atomic<int> sleepers_{0};
+};
+
+// Note [pool protocol]
+// The caller publishes the job (n_, chunk_, count_, fn_, ctx_), resets done_, release-stores
+// remaining_ = count and bumps generation_ to wake the workers. Everyone, caller included,
+// claims chunks with remaining_.fetch_sub(1): a result r > 0 owns chunk count - r. A late
+// worker, even one still looping over an older job, can only decrement remaining_: r > 0 is a
+// valid claim of the current job (its acquire pairs with the caller's release), r <= 0 means
+// nothing is left (the next job overwrites the negative value). A claim pins the job: the
+// caller cannot return before done_ counts that chunk, so the fields and *ctx_ stay valid
+// with no per-worker acknowledgement, and the caller never waits for a worker slow to wake:
+// it waits for done_ == count only.
+class thread_pool {
+ public:
+  static thread_pool& instance();
+  ~thread_pool();
+
+  int size() const noexcept { return size_.load(std::memory_order_relaxed); }
+  void resize(int n);
+  /// Runs chunk i = [i*chunk, min(n, (i+1)*chunk)) for i < count on the workers and the
+  /// caller; false (nothing run) when another thread holds the pool or no worker exists.
+  bool try_run(index_t n, index_t chunk, index_t count, chunk_fn fn, void* ctx);
+
+ private:
+  thread_pool();
+  void start_workers();
+  void stop_workers();
+  void worker_main(std::uint64_t seen);
+  void run_chunks() noexcept;
+  static void child_after_fork();
+
+  std::mutex run_mutex_;  // held by the one caller that owns the pool, and by resize
+  std::vector<std::thread> workers_;
+  std::atomic<int> size_;
+  std::atomic<bool> stop_{false};
+
+  // Written by the caller before publishing, read-only while the job runs.
+  alignas(64) std::atomic<std::uint64_t> generation_{0};
+  chunk_fn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  index_t n_ = 0, chunk_ = 0, count_ = 0;
+  waiter wake_;
+  // The two hot counters on lines of their own so claims and completions do not collide.
+  alignas(64) std::atomic<index_t> remaining_{0};
+  alignas(64) std::atomic<index_t> done_{0};
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;  // written once by the first failing chunk
+  waiter done_waiter_;
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------- definitions
+
+namespace detail {
+
+inline bool parse_integer(const char* text, long long& out) noexcept {
+  if (text == nullptr) return false;
+  const char* end = text;
+  while (*end) ++end;
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (text < end && blank(*text)) ++text;
+  while (end > text && blank(end[-1])) --end;
+  if (text < end && *text == '+') ++text;
+  const auto [ptr, ec] = std::from_chars(text, end, out);
+  return ec == std::errc{} && ptr == end && ptr != text;
+}
+
+inline int parse_num_threads(const char* text, int fallback) noexcept {
+  long long v = 0;
+  if (!parse_integer(text, v) || v < 1) return fallback;
+  return v > max_threads ? max_threads : static_cast<int>(v);
+}
+
+inline index_t parse_threshold(const char* text, index_t fallback) noexcept {
+  long long v = 0;
+  if (!parse_integer(text, v) || v < 0) return fallback;
+  return static_cast<index_t>(v);
+}
+
+inline index_t ceil_div(index_t a, index_t b) noexcept { return a / b + (a % b != 0); }
+
+inline chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threads) noexcept {
+  // About 4 chunks per thread: enough that a thread which starts late (a worker waking from
+  // sleep) or runs slower takes fewer chunks, few enough that the per-chunk atomics and the
+  // ragged vector tail of each chunk stay negligible.
+  const index_t target = index_t{4} * threads;
+  const index_t chunk = std::max({ceil_div(n, target), grain, index_t{1}});
+  const index_t units = ceil_div(chunk, align);
+  if (units >= ceil_div(n, align)) return {n, 1};  // also avoids units * align overflowing
+  return {units * align, ceil_div(n, units * align)};
+}
+
+template <class Ready>
+void waiter::wait(Ready ready) {
+  if (ready()) return;
+  const auto deadline = std::chrono::steady_clock::now() + spin_time;
+  for (unsigned i = 1;; ++i) {
+    cpu_relax();
+    if (ready()) return;
+    if (i % 64 == 0) {  // every ~2 µs of pauses: look at the clock, then yield
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::yield();
+    }
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  // seq_cst pairs with notify(): either the notifier sees this sleeper, or ready() below sees
+  // the notifier's write. The mutex then orders notify_all after our wait starts.
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  cv_.wait(lock, ready);
+  sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+inline void waiter::notify() {
+  if (sleepers_.load(std::memory_order_seq_cst) == 0) return;  // no syscall on the fast path
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  cv_.notify_all();
+}
+
+inline thread_pool& thread_pool::instance() {
+  static thread_pool pool;
+  return pool;
+}
+
+inline thread_pool::thread_pool() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  const int fallback = hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, max_threads));
+  size_.store(parse_num_threads(std::getenv("DYNEXPR_NUM_THREADS"), fallback));
+#ifdef DYNEXPR_HAS_PTHREAD_ATFORK
+  pthread_atfork(nullptr, nullptr, &thread_pool::child_after_fork);
+#endif
+}
+
+inline thread_pool::~thread_pool() {
+  pool_gone.store(true);
+  if (t_busy) {  // exit() inside a body: joining would wait on this very call. Let them go.
+    for (auto& t : workers_) t.detach();
+    return;
+  }
+  // Let a pooled call on another thread finish, then join: exit never leaves a worker running
+  // over destroyed state, and never hangs on a sleeping one.
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  stop_workers();
+}
+
+inline void thread_pool::resize(int n) {
+  if (n < 1 || n > max_threads)
+    throw value_error("dynexpr: set_num_threads(" + std::to_string(n) +
+                      "): pass a thread count between 1 and " + std::to_string(max_threads));
+  if (t_busy)
+    throw value_error(
+        "dynexpr: set_num_threads() inside a parallel_for body would wait on "
+        "itself; call it before or after the parallel loop");
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (n == size()) return;
+  stop_workers();  // the next pooled call starts n - 1 new ones
+  size_.store(n);
+}
+
+inline void thread_pool::start_workers() {
+  const std::uint64_t seen = generation_.load();
+  try {
+    while (static_cast<int>(workers_.size()) + 1 < size())
+      workers_.emplace_back([this, seen] { worker_main(seen); });
+  } catch (const std::system_error&) {
+    // Out of threads (ulimit, container): run with the ones we have rather than fail the
+    // evaluation, and stop retrying on every call.
+    size_.store(static_cast<int>(workers_.size()) + 1);
+  }
+}
+
+inline void thread_pool::stop_workers() {
+  stop_.store(true, std::memory_order_seq_cst);
+  wake_.notify();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  stop_.store(false);
+}
+
+inline void thread_pool::worker_main(std::uint64_t seen) {
+  t_worker = true;
+  t_busy = true;
+  for (;;) {
+    wake_.wait([&] {
+      return generation_.load(std::memory_order_seq_cst) != seen ||
+             stop_.load(std::memory_order_seq_cst);
+    });
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_relaxed);
+    run_chunks();
+  }
+}
+
+inline void thread_pool::run_chunks() noexcept {
+  for (;;) {
+    const index_t left = remaining_.fetch_sub(1, std::memory_order_acquire);
+    if (left <= 0) return;
+    // The claim pins the job (Note [pool protocol]); read what we need before done_ counts
+    // the chunk, after which the caller may already be publishing the next job.
+    const index_t count = count_;
+    const index_t begin = (count - left) * chunk_;
+    const index_t end = begin + std::min(chunk_, n_ - begin);  // no overflow near INT64_MAX
+    // After a failure the remaining chunks are skipped, but still counted.
+    if (!failed_.load(std::memory_order_relaxed)) {
+      try {
+        fn_(ctx_, begin, end);
+      } catch (...) {
+        if (!failed_.exchange(true, std::memory_order_relaxed)) error_ = std::current_exception();
+      }
+    }
+    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == count) done_waiter_.notify();
+  }
+}
+
+inline bool thread_pool::try_run(index_t n, index_t chunk, index_t count, chunk_fn fn, void* ctx) {
+  // try_lock, never lock: a second user thread runs its loop inline at once instead of
+  // queueing behind a job that already uses every core.
+  std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  if (static_cast<int>(workers_.size()) + 1 < size()) start_workers();
+  if (workers_.empty()) return false;
+
+  n_ = n;
+  chunk_ = chunk;
+  count_ = count;
+  fn_ = fn;
+  ctx_ = ctx;
+  failed_.store(false, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  remaining_.store(count, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  wake_.notify();
+
+  t_busy = true;
+  run_chunks();
+  t_busy = false;
+  done_waiter_.wait([&] { return done_.load(std::memory_order_seq_cst) == count; });
+
+  if (failed_.load(std::memory_order_relaxed)) {
+    std::exception_ptr error = std::exchange(error_, nullptr);
+    lock.unlock();
+    std::rethrow_exception(error);
+  }
+  return true;
+}
+
+// Note [fork]
+// A forked child holds only the forking thread: the worker handles name threads that do not
+// exist there and a lock held by a vanished thread stays locked, so its first pooled call
+// would hang (Python's multiprocessing forks by default on Linux). The child parks the handles
+// unjoined (~thread on a joinable handle terminates), rebuilds the locks, and starts fresh
+// workers on its next pooled call. Forking from inside a parallel_for body is unsupported.
+inline void thread_pool::child_after_fork() {
+  if (pool_gone.load()) return;
+  thread_pool& pool = instance();
+  static std::vector<std::thread>* orphans = nullptr;  // reachable, so leak checkers stay quiet
+  if (!pool.workers_.empty()) {
+    if (orphans == nullptr) orphans = new std::vector<std::thread>;
+    for (auto& t : pool.workers_) orphans->push_back(std::move(t));
+    pool.workers_.clear();
+  }
+  new (&pool.run_mutex_) std::mutex;
+  new (&pool.wake_) waiter;
+  new (&pool.done_waiter_) waiter;
+  pool.stop_.store(false);
+}
+
+}  // namespace detail
+
+inline int num_threads() {
+  if (detail::pool_gone.load(std::memory_order_relaxed)) return 1;
+  return detail::thread_pool::instance().size();
+}
+
+inline void set_num_threads(int n) {
+  if (detail::pool_gone.load(std::memory_order_relaxed)) return;
+  detail::thread_pool::instance().resize(n);
+}
+
+inline index_t inline_threshold() {
+  static const index_t value =
+      detail::parse_threshold(std::getenv("DYNEXPR_PARALLEL_THRESHOLD"), default_inline_threshold);
+  return value;
+}
+
+inline bool in_worker() { return detail::t_worker; }
+
+template <class F>
+void parallel_for(index_t n, index_t grain, index_t align, double work, F&& fn) {
+  using Fn = std::remove_reference_t<F>;
+  if constexpr (std::is_function_v<Fn>) {
+    parallel_for(n, grain, align, work, &fn);  // a function has no object address to erase
+  } else {
+    if (n < 0)
+      throw value_error("dynexpr: parallel_for: n = " + std::to_string(n) +
+                        " is negative; pass the number of items (>= 0)");
+    if (align < 1)
+      throw value_error("dynexpr: parallel_for: align = " + std::to_string(align) +
+                        " must be >= 1; pass 1 for no alignment");
+    if (n == 0) return;
+    // `!(work >= t)` rather than `work < t` so that a NaN estimate stays inline.
+    if (!(work >= static_cast<double>(inline_threshold())) || detail::t_busy ||
+        detail::pool_gone.load(std::memory_order_relaxed)) {
+      fn(index_t{0}, n);
+      return;
+    }
+    auto& pool = detail::thread_pool::instance();
+    const int threads = pool.size();
+    if (threads > 1) {
+      const detail::chunk_plan plan = detail::plan_chunks(n, grain, align, threads);
+      void* ctx = const_cast<void*>(static_cast<const void*>(std::addressof(fn)));
+      if (plan.count > 1 && pool.try_run(n, plan.chunk, plan.count, &detail::call_chunk<Fn>, ctx))
+        return;
+    }
+    fn(index_t{0}, n);
+  }
+}
+
+}  // namespace dynexpr::parallel
