@@ -8,8 +8,8 @@
 //                  library (NumPy) runs the same code
 //   eigen          Eigen Array expressions on Eigen::Map of the same buffers (one thread:
 //                  Eigen never parallelises coefficient-wise expressions)
-//   highway_ref    a hand-written Highway loop with hn::Tanh/hn::Exp, over the same thread
-//                  pool with the same chunking as dynexpr's evaluator: the practical limit
+//   highway_ref    a hand-written Highway loop with the same math (dynexpr::simd::Tanh, hn::Exp),
+//                  over the same pool with the same chunking as the evaluator: the practical limit
 //   scalar         a plain loop with <cmath>, one thread; also the reference every other
 //                  result is checked against before anything is timed
 // See bench/README.md for the cases, the timing method and how to read the output.
@@ -227,7 +227,7 @@ instance make_tanh_chain(const inputs& in, index_t n) {
       },
       [](const cemap& x, const cemap& y, emap& z) { z = (x * 2.0f + y).tanh() * 0.5f + x * y; },
       [](auto d, auto x, auto y) {
-        const auto t = hn::Tanh(d, hn::MulAdd(x, hn::Set(d, 2.0f), y));
+        const auto t = dynexpr::simd::Tanh(d, hn::MulAdd(x, hn::Set(d, 2.0f), y));
         return hn::MulAdd(t, hn::Set(d, 0.5f), hn::Mul(x, y));
       },
       [](float x, float y) { return std::tanh(x * 2.0f + y) * 0.5f + x * y; });

@@ -94,9 +94,11 @@ std::unique_ptr<T[], detail::aligned_delete<T>> allocate_zeroed(index_t n, bool 
       ((static_cast<std::size_t>(n) * sizeof(T) + buffer_alignment - 1) / buffer_alignment) *
       buffer_alignment;
   // Note [huge pages for big buffers]: a fresh 64 MB output costs more in page faults
-  // (16K of them at 4 KB) than the arithmetic that fills it. Buffers of 4 MB and more are
+  // (16K of them at 4 KB) than the arithmetic that fills it. Buffers of 32 MB and more are
   // aligned to 2 MB and advised as huge pages, so the kernel faults them in 2 MB at once.
-  const bool huge = bytes >= (std::size_t{4} << 20);
+  // Below 32 MB glibc recycles freed blocks without new faults (its mmap threshold grows
+  // to that), and measured 1.5x slower with huge pages there (bench, affine 1M-4M).
+  const bool huge = bytes >= (std::size_t{32} << 20);
   const std::size_t align = huge ? (std::size_t{2} << 20) : buffer_alignment;
   const std::size_t total = ((bytes ? bytes : buffer_alignment) + align - 1) / align * align;
   void* p = std::aligned_alloc(align, total);

@@ -85,7 +85,7 @@ DYNEXPR_FLOAT_UNARY_OP(cos_op, "cos", "cos", 16, ({3, 3, -1000, 1000}), std::cos
                        detail::within(d, x, -39000, 39000), hn::Cos(d, x))
 DYNEXPR_FLOAT_UNARY_OP(tan_op, "tan", "tan", 30, ({1, 1, -1.5, 1.5}), std::tan(x),
                        detail::within(d, x, -39000, 39000), simd::Tan(d, x))
-DYNEXPR_FLOAT_UNARY_OP(tanh_op, "tanh", "tanh", 16, ({4, 4, -20, 20}), std::tanh(x), DYNEXPR_FINITE, hn::Tanh(d, x))
+DYNEXPR_FLOAT_UNARY_OP(tanh_op, "tanh", "tanh", 16, ({4, 4, -20, 20}), std::tanh(x), DYNEXPR_FINITE, simd::Tanh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(sinh_op, "sinh", "sinh", 16, ({4, 4, -80, 80}), std::sinh(x), DYNEXPR_EXP_RANGE, hn::Sinh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(cosh_op, "cosh", "cosh", 16, ({1.5, 1.5, -80, 80}), std::cosh(x), DYNEXPR_ALL, simd::Cosh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arcsin_op, "arcsin", "asin", 16, ({2, 2, -1, 1}), std::asin(x), detail::within(d, x, -1, 1), hn::Asin(d, x))
