@@ -46,6 +46,29 @@ Dim = "int | str"
 #   full         value, dtype, shape (zeros_like/ones_like/full_like)
 #   setitem      (base, value) index: like getitem — writes value into base[index];
 #                its result is base after the write (a new version of it).
+#
+# Note [what capture guarantees] (dynexpr.capture produces graphs with these properties;
+# tests/python/test_corpus.py::test_graph_is_well_formed checks them on every corpus graph)
+#   - dtype/shape of every value are NumPy's; every shape entry is an int (static).
+#   - Op-table ops (and clip) get their arguments already cast to the loop dtype NumPy
+#     picks (astype nodes, or constants made in that dtype): all args share one dtype.
+#     where: cond is bool, a and b have the result dtype.
+#   - const: `value` is of the node dtype's kind; `weak` ("int"/"float") is present only
+#     for a Python scalar the user wrote (NEP 50); its dtype is the one NumPy converts
+#     it to in that op.
+#   - getitem/setitem index: one entry per indexed dim, Ellipsis expanded, ints >= 0,
+#     ("slice", start, stop, step) with start >= 0 and stop >= 0 or None ("past the
+#     end"; for a negative step, past index 0): Python slice semantics select exactly
+#     those elements; an empty slice is ("slice", 0, 0, 1). setitem's value already has
+#     the region's shape and the base's dtype.
+#   - reductions: axes is None or a sorted tuple of non-negative ints;
+#     argmin/argmax axis is None or a non-negative int; var/std carry ddof.
+#   - reshape shape has no -1; transpose axes is a full permutation; expand_dims and
+#     squeeze axis are explicit tuples of non-negative ints.
+#   - matmul is always 2-D @ 2-D (1-D operands arrive reshaped to rows/columns).
+#   - graph outputs are computed values: never an input, a const or a view (a copy,
+#     an astype to the same dtype, is added where needed); inputs are numbered 0..n-1
+#     in order, and every mutated input is an input even when its old value is unused.
 REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all", "var", "std", "argmin", "argmax")
 VIEWS = ("reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "getitem")
 STRUCTURAL_OPS = ("input", "const", "astype", "where", "matmul", "full", "setitem") + REDUCTIONS + VIEWS

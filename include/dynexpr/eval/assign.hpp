@@ -11,7 +11,7 @@
 #pragma once
 
 #include <algorithm>
-#include <vector>
+#include <array>
 
 #include "dynexpr/eval/evaluator.hpp"
 #include "dynexpr/eval/rewrite.hpp"
@@ -110,12 +110,14 @@ inline constexpr index_t block_elements = 16384;
 template <class T, class E>
 void run(const View<T>& out, const E& e) {
   using DL = loop_tag_t<E>;
-  std::vector<Strides> operands;
+  // Fixed-size: a vector here cost ~110 ns per call (bench, 8 elements).
+  std::array<Strides, leaf_count_v<E> + 1> operands;
+  std::size_t n_ops = 0;
   for_each_leaf(e, [&](const auto& leaf) {
-    operands.push_back(broadcast_strides(leaf.shape(), leaf.strides(), out.shape()));
+    operands[n_ops++] = broadcast_strides(leaf.shape(), leaf.strides(), out.shape());
   });
-  operands.push_back(out.strides());
-  const layout L = make_layout(out.shape(), operands);
+  operands[n_ops++] = out.strides();
+  const layout L = make_layout(out.shape(), operands.data(), n_ops);
   const evaluator<E> ev0(e, L);
   const writer<T> w0(out, L);
   const bool unit = ev0.unit() && (w0.inner_ == 1 || L.inner() == 1);

@@ -3,7 +3,7 @@
 // operand (and the output) allows it, so most evaluations become one long flat loop.
 #pragma once
 
-#include <vector>
+#include <cstddef>
 
 #include "dynexpr/core/shape.hpp"
 
@@ -34,7 +34,7 @@ struct layout {
 /// Builds the layout for `out_shape` given every operand's broadcast strides. Reductions
 /// pass `order` (the dimensions in iteration order) and `groups` (a group id per
 /// dimension); dimensions of different groups are never merged.
-inline layout make_layout(const Shape& out_shape, const std::vector<Strides>& operands,
+inline layout make_layout(const Shape& out_shape, const Strides* operands, std::size_t n_operands,
                           const int* order = nullptr, const int* groups = nullptr) {
   layout L;
   L.out_shape = out_shape;
@@ -51,8 +51,8 @@ inline layout make_layout(const Shape& out_shape, const std::vector<Strides>& op
     bool merge = L.nd > 0 && L.group[L.nd - 1] == g;
     if (merge) {
       const int prev = L.last[L.nd - 1];
-      for (const Strides& s : operands)
-        if (s[prev] != s[i] * out_shape[i]) {
+      for (std::size_t o = 0; o < n_operands; ++o)
+        if (operands[o][prev] != operands[o][i] * out_shape[i]) {
           merge = false;
           break;
         }

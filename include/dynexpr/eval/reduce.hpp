@@ -101,7 +101,7 @@ struct reduce_plan {
 
 /// Groups: 0 kept, 1 reduced, 2 innermost kept.
 inline reduce_plan make_reduce_plan(const Shape& in, const bool* reduce_axis, bool keepdims,
-                                    const std::vector<Strides>& operands) {
+                                    const Strides* operands, std::size_t n_operands) {
   reduce_plan p;
   const int n = in.size();
   int order[max_rank], groups[max_rank], t = 0;
@@ -111,7 +111,7 @@ inline reduce_plan make_reduce_plan(const Shape& in, const bool* reduce_axis, bo
   for (int g = 0; g < 3; ++g)
     for (int i = 0; i < n; ++i)
       if (groups[i] == g) order[t++] = i;
-  p.L = make_layout(in, operands, order, groups);
+  p.L = make_layout(in, operands, n_operands, order, groups);
   for (int i = 0; i < n; ++i) {
     if (!reduce_axis[i]) p.out_shape.push_back(in[i]);
     else if (keepdims) p.out_shape.push_back(1);
@@ -327,11 +327,12 @@ reduce_plan plan_for(const E& e, const axis_set& axes, bool keepdims) {
   const Shape in = e.shape();
   bool reduce[max_rank];
   axes.mark(in.size(), reduce);
-  std::vector<Strides> operands;
+  std::array<Strides, leaf_count_v<E> + 1> operands;
+  std::size_t n_ops = 0;
   for_each_leaf(e, [&](const auto& leaf) {
-    operands.push_back(broadcast_strides(leaf.shape(), leaf.strides(), in));
+    operands[n_ops++] = broadcast_strides(leaf.shape(), leaf.strides(), in);
   });
-  return make_reduce_plan(in, reduce, keepdims, operands);
+  return make_reduce_plan(in, reduce, keepdims, operands.data(), n_ops);
 }
 
 /// Reduction K of expression x over `axes` into a new Tensor.
