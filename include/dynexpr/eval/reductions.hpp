@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <memory>
 
 #include "dynexpr/eval/reduce.hpp"
 
@@ -149,7 +150,8 @@ Tensor<std::int64_t> arg_reduce(const X& x, const evaluation::axis_set& axes, bo
   parallel::parallel_for(p.kept, 1, 1, work, [&](index_t kb, index_t ke) {
     evaluator<E> ev = ev0;
     index_t idx[max_rank] = {};
-    std::vector<T> best(static_cast<std::size_t>(p.ni));
+    // Not std::vector<T>: vector<bool> hands out proxies, not bools.
+    std::unique_ptr<T[]> best(new T[static_cast<std::size_t>(p.ni)]);
     std::vector<std::int64_t> where(static_cast<std::size_t>(p.ni));
     for (index_t k = kb; k < ke; ++k) {
       decode(L, 0, p.nk, k, idx);

@@ -110,7 +110,8 @@ struct mul_op : arith_rule {
     return detail::wrapping([](auto x, auto y) { return x * y; }, a, b);
   }
   template <class D, class V> static V simd(D d, V a, V b) {
-    if constexpr (requires { hn::Mul(a, b); }) return hn::Mul(a, b);
+    // hn::Mul is a generic wrapper of operator*: test the operator (no u8, no i64 on AVX2).
+    if constexpr (requires { a * b; }) return hn::Mul(a, b);
     else return detail::by_lane<mul_op>(d, a, b);
   }
 };
@@ -329,7 +330,7 @@ struct sign_op : same_rule {
     using T = hn::TFromD<D>;
     if constexpr (std::is_unsigned_v<T>) {
       return hn::IfThenElseZero(hn::Ne(a, hn::Zero(d)), hn::Set(d, 1));
-    } else if constexpr (requires { hn::Gt(a, a); }) {
+    } else if constexpr (requires { a > a; }) {
       const V pos = hn::IfThenElseZero(hn::Gt(a, hn::Zero(d)), hn::Set(d, T(1)));
       const V r = hn::IfThenElse(hn::Lt(a, hn::Zero(d)), hn::Set(d, T(-1)), pos);
       if constexpr (is_float_v<T>) return hn::IfThenElse(hn::IsNaN(a), a, r);
@@ -393,7 +394,7 @@ struct rint_op : float_unary_rule {
     template <class... A> static constexpr void check() {}                              \
     template <class T> static constexpr bool scalar(T a, T b) { return a SYM b; }       \
     template <class D, class V> static hn::Mask<D> simd(D d, V a, V b) {                \
-      if constexpr (requires { hn::HWY(a, b); }) return hn::HWY(a, b);                  \
+      if constexpr (requires { a SYM b; }) return hn::HWY(a, b);                        \
       else return detail::by_lane_mask<ID>(d, a, b);                                    \
     }                                                                                   \
   };
