@@ -112,10 +112,11 @@ constexpr Strides contiguous_strides(const Shape& s) {
 
 /// Whether a layout visits memory in row-major order with no gaps (size-1 dims ignored).
 constexpr bool is_contiguous(const Shape& s, const Strides& st) {
+  for (index_t e : s)
+    if (e == 0) return true;  // no elements: any strides are contiguous, as in NumPy
   index_t expect = 1;
   for (int i = s.size() - 1; i >= 0; --i) {
     if (s[i] == 1) continue;
-    if (s[i] == 0) return true;
     if (st[i] != expect) return false;
     expect *= s[i];
   }

@@ -280,7 +280,7 @@ struct abs_op : same_rule {
     else return a < 0 ? neg_op::scalar(a) : a;
   }
   template <class D, class V> static V simd(D d, V a) {
-    if constexpr (std::is_unsigned_v<hn::TFromD<D>>) return a;
+    if constexpr (std::is_unsigned_v<hn::TFromD<D>> || std::is_same_v<V, hn::Mask<D>>) return a;
     else if constexpr (requires { hn::Abs(a); }) return hn::Abs(a);
     else return detail::by_lane<abs_op>(d, a);
   }
@@ -364,8 +364,10 @@ struct pow_op : arith_rule {
       else return a;                                                                    \
     }                                                                                   \
     template <class D, class V> static V simd(D, V a) {                                 \
-      if constexpr (is_float_v<hn::TFromD<D>>) return hn::HWY(a);                       \
-      else return a;                                                                    \
+      if constexpr (is_float_v<hn::TFromD<D>> && !std::is_same_v<V, hn::Mask<D>>)       \
+        return hn::HWY(a);                                                              \
+      else                                                                              \
+        return a; /* integers and bools (masks) are already whole */                    \
     }                                                                                   \
   };
 DYNEXPR_ROUNDING_OP(floor_op, "floor", floor, Floor)
@@ -386,7 +388,10 @@ struct rint_op : float_unary_rule {
 };
 
 // -------------------------------------------------------------------- comparisons
-#define DYNEXPR_COMPARE_OP(ID, NAME, SYM, HWY)                                          \
+// Highway defines < and <= generically as reversed > and >=, which integer vectors lack
+// on AVX2 for >=: each op tests the operator that really exists (TEST) and otherwise
+// compares lane by lane.
+#define DYNEXPR_COMPARE_OP(ID, NAME, SYM, HWY, TEST)                                    \
   struct ID : compare_rule {                                                            \
     static constexpr std::string_view name = NAME, cuda = "({0} " #SYM " {1})";         \
     static constexpr int arity = 2, cost = 1;                                           \
@@ -394,16 +399,16 @@ struct rint_op : float_unary_rule {
     template <class... A> static constexpr void check() {}                              \
     template <class T> static constexpr bool scalar(T a, T b) { return a SYM b; }       \
     template <class D, class V> static hn::Mask<D> simd(D d, V a, V b) {                \
-      if constexpr (requires { a SYM b; }) return hn::HWY(a, b);                        \
+      if constexpr (requires { TEST; }) return hn::HWY(a, b);                           \
       else return detail::by_lane_mask<ID>(d, a, b);                                    \
     }                                                                                   \
   };
-DYNEXPR_COMPARE_OP(equal_op, "equal", ==, Eq)
-DYNEXPR_COMPARE_OP(not_equal_op, "not_equal", !=, Ne)
-DYNEXPR_COMPARE_OP(less_op, "less", <, Lt)
-DYNEXPR_COMPARE_OP(less_equal_op, "less_equal", <=, Le)
-DYNEXPR_COMPARE_OP(greater_op, "greater", >, Gt)
-DYNEXPR_COMPARE_OP(greater_equal_op, "greater_equal", >=, Ge)
+DYNEXPR_COMPARE_OP(equal_op, "equal", ==, Eq, a == b)
+DYNEXPR_COMPARE_OP(not_equal_op, "not_equal", !=, Ne, a != b)
+DYNEXPR_COMPARE_OP(less_op, "less", <, Lt, b > a)
+DYNEXPR_COMPARE_OP(less_equal_op, "less_equal", <=, Le, b >= a)
+DYNEXPR_COMPARE_OP(greater_op, "greater", >, Gt, a > b)
+DYNEXPR_COMPARE_OP(greater_equal_op, "greater_equal", >=, Ge, a >= b)
 #undef DYNEXPR_COMPARE_OP
 
 // ----------------------------------------------------------------- float predicates
