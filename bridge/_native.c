@@ -1,0 +1,1018 @@
+/* bridge/_native.c — dynexpr._native: the CPython side of the call path.
+ *
+ *   Kernel(path, inputs, outputs, results)   a compiled unit, loaded (dlopen) and
+ *       checked against DYNEXPR_ABI_VERSION; calling it with the graph's input arrays
+ *       checks them, allocates the outputs, releases the GIL, runs dynexpr_kernel and
+ *       returns a tuple. Arguments:
+ *         inputs   tuple of (dtype code, ndim, written): `written` inputs are updated in
+ *                  place by the unit (mutated arguments) and must be writeable;
+ *         outputs  tuple of (dtype code, dims): each dim an int, or (input, axis) for a
+ *                  dynamic size read from that input's shape;
+ *         results  tuple of ints: k >= 0 is output k, -(i+1) is input i itself.
+ *       dtype codes are kernels/abi.h's (0 bool, 1 uint8, 2 int32, 3 int64, 4 float32,
+ *       5 float64). Strided inputs are passed with their strides (never copied);
+ *       non-native byte order, unaligned data or an unsupported dtype raise TypeError.
+ *       The unit's status becomes ValueError (2), IndexError (3), MemoryError (4),
+ *       TypeError (5) or RuntimeError (anything else), with the unit's message.
+ *
+ *   GuardSet(guards)   guards as data, exactly as bridge/dynexpr/guards.py defines them
+ *       (its sources: arg, global, closure, attr, item, type; its kinds: TYPE, DTYPE,
+ *       NDIM, SHAPE, STRIDES_CLASS, VALUE, ID, LEN, DICT_KEYS, WRITEABLE, ALIAS), given as
+ *       guards.Guard objects or (kind, source, expected) tuples. One extension: a SHAPE
+ *       entry None matches any extent (a dynamic dimension).
+ *       .check(args, fn=None) -> bool; .failing(args, fn=None) -> first failing guard or
+ *       None; args are the bound arguments, fn the captured function (for global and
+ *       closure sources). A guard that cannot be evaluated fails; nothing raises.
+ *
+ *   select(entries, args, fn=None)  the value of the first (GuardSet, value) entry whose
+ *       guards hold, or None: a code object's list of cache entries, checked in C.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <math.h>
+#include <string.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL dynexpr_native_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include "../kernels/abi.h"
+
+#define DX_MAX_RANK 8 /* dynexpr::max_rank */
+#define DX_ERR_LEN 1024
+
+_Static_assert(sizeof(npy_intp) == sizeof(int64_t), "dynexpr needs a 64-bit npy_intp");
+
+static const int dx_typenum[6] = {NPY_BOOL,  NPY_UINT8,   NPY_INT32,
+                                  NPY_INT64, NPY_FLOAT32, NPY_FLOAT64};
+static const char* dx_name[6] = {"bool", "uint8", "int32", "int64", "float32", "float64"};
+
+/* The abi code of an array's dtype, or -1. */
+static int dx_code_of(PyArray_Descr* d) {
+  const int n = (int)PyDataType_ELSIZE(d);
+  switch (d->kind) {
+    case 'b': return n == 1 ? DX_BOOL : -1;
+    case 'u': return n == 1 ? DX_UINT8 : -1;
+    case 'i': return n == 4 ? DX_INT32 : n == 8 ? DX_INT64 : -1;
+    case 'f': return n == 4 ? DX_FLOAT32 : n == 8 ? DX_FLOAT64 : -1;
+    default: return -1;
+  }
+}
+
+/* ================================================================== Kernel */
+typedef struct {
+  int32_t code, ndim, written;
+} in_spec;
+typedef struct {
+  int32_t code, ndim;
+  int64_t dim[DX_MAX_RANK];    /* >= 0: static extent */
+  int32_t src_in[DX_MAX_RANK]; /* >= 0: extent of input src_in along src_axis */
+  int32_t src_axis[DX_MAX_RANK];
+} out_spec;
+
+typedef struct {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  dx_kernel_fn fn;
+  void* handle;
+  int32_t n_in, n_out, n_res;
+  in_spec* ins;
+  out_spec* outs;
+  int32_t* res;
+  PyObject* path;
+} KernelObject;
+
+static void Kernel_dealloc(PyObject* obj) {
+  KernelObject* self = (KernelObject*)obj;
+  /* The unit stays loaded: units share dynexpr's thread pool (a process-wide symbol),
+   * and another thread may still be inside it. */
+  PyMem_Free(self->ins);
+  PyMem_Free(self->outs);
+  PyMem_Free(self->res);
+  Py_XDECREF(self->path);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static int parse_int(PyObject* o, const char* what, long lo, long hi, int32_t* out) {
+  long v = PyLong_AsLong(o);
+  if (v == -1 && PyErr_Occurred()) return -1;
+  if (v < lo || v > hi) {
+    PyErr_Format(PyExc_ValueError, "dynexpr._native.Kernel: %s %ld out of range", what, v);
+    return -1;
+  }
+  *out = (int32_t)v;
+  return 0;
+}
+
+static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t nargsf,
+                             PyObject* kwnames);
+
+static PyObject* Kernel_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  static char* kwlist[] = {"path", "inputs", "outputs", "results", NULL};
+  PyObject *path, *inputs, *outputs, *results;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!O!O!", kwlist, &path, &PyTuple_Type, &inputs,
+                                   &PyTuple_Type, &outputs, &PyTuple_Type, &results))
+    return NULL;
+  KernelObject* self = (KernelObject*)type->tp_alloc(type, 0);
+  if (!self) return NULL;
+  self->vectorcall = (vectorcallfunc)Kernel_call;
+  Py_INCREF(path);
+  self->path = path;
+  self->n_in = (int32_t)PyTuple_GET_SIZE(inputs);
+  self->n_out = (int32_t)PyTuple_GET_SIZE(outputs);
+  self->n_res = (int32_t)PyTuple_GET_SIZE(results);
+  self->ins = PyMem_Calloc(self->n_in + 1, sizeof(in_spec));
+  self->outs = PyMem_Calloc(self->n_out + 1, sizeof(out_spec));
+  self->res = PyMem_Calloc(self->n_res + 1, sizeof(int32_t));
+  if (!self->ins || !self->outs || !self->res) {
+    PyErr_NoMemory();
+    goto fail;
+  }
+  for (int32_t i = 0; i < self->n_in; ++i) {
+    PyObject* t = PyTuple_GET_ITEM(inputs, i);
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
+      PyErr_SetString(PyExc_TypeError, "dynexpr._native.Kernel: inputs are (code, ndim, written)");
+      goto fail;
+    }
+    if (parse_int(PyTuple_GET_ITEM(t, 0), "dtype code", 0, 5, &self->ins[i].code) ||
+        parse_int(PyTuple_GET_ITEM(t, 1), "ndim", 0, DX_MAX_RANK, &self->ins[i].ndim))
+      goto fail;
+    int w = PyObject_IsTrue(PyTuple_GET_ITEM(t, 2));
+    if (w < 0) goto fail;
+    self->ins[i].written = w;
+  }
+  for (int32_t k = 0; k < self->n_out; ++k) {
+    PyObject* t = PyTuple_GET_ITEM(outputs, k);
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(t, 1))) {
+      PyErr_SetString(PyExc_TypeError, "dynexpr._native.Kernel: outputs are (code, dims)");
+      goto fail;
+    }
+    out_spec* o = &self->outs[k];
+    PyObject* dims = PyTuple_GET_ITEM(t, 1);
+    if (parse_int(PyTuple_GET_ITEM(t, 0), "dtype code", 0, 5, &o->code)) goto fail;
+    if (PyTuple_GET_SIZE(dims) > DX_MAX_RANK) {
+      PyErr_SetString(PyExc_ValueError, "dynexpr._native.Kernel: output rank above 8");
+      goto fail;
+    }
+    o->ndim = (int32_t)PyTuple_GET_SIZE(dims);
+    for (int32_t j = 0; j < o->ndim; ++j) {
+      PyObject* d = PyTuple_GET_ITEM(dims, j);
+      o->src_in[j] = -1;
+      if (PyTuple_Check(d) && PyTuple_GET_SIZE(d) == 2) {
+        if (parse_int(PyTuple_GET_ITEM(d, 0), "dim source input", 0, self->n_in - 1,
+                      &o->src_in[j]) ||
+            parse_int(PyTuple_GET_ITEM(d, 1), "dim source axis", 0,
+                      self->ins[o->src_in[j]].ndim - 1, &o->src_axis[j]))
+          goto fail;
+      } else {
+        int64_t v = PyLong_AsLongLong(d);
+        if (v == -1 && PyErr_Occurred()) goto fail;
+        if (v < 0) {
+          PyErr_SetString(PyExc_ValueError, "dynexpr._native.Kernel: negative output extent");
+          goto fail;
+        }
+        o->dim[j] = v;
+      }
+    }
+  }
+  for (int32_t r = 0; r < self->n_res; ++r) {
+    if (parse_int(PyTuple_GET_ITEM(results, r), "result", -(long)self->n_in,
+                  (long)self->n_out - 1, &self->res[r]))
+      goto fail;
+  }
+  const char* cpath = PyUnicode_AsUTF8(path);
+  if (!cpath) goto fail;
+  self->handle = dlopen(cpath, RTLD_NOW | RTLD_LOCAL);
+  if (!self->handle) {
+    PyErr_Format(PyExc_ImportError, "dynexpr: cannot load compiled unit %s: %s", cpath, dlerror());
+    goto fail;
+  }
+  /* ISO C has no object-to-function pointer conversion; POSIX guarantees this copy. */
+  dx_abi_version_fn ver = NULL;
+  void* sym_ver = dlsym(self->handle, "dynexpr_abi_version");
+  void* sym_fn = dlsym(self->handle, "dynexpr_kernel");
+  if (sym_ver) memcpy(&ver, &sym_ver, sizeof ver);
+  if (sym_fn) memcpy(&self->fn, &sym_fn, sizeof self->fn);
+  if (!ver || !self->fn) {
+    PyErr_Format(PyExc_ImportError, "dynexpr: %s does not export the dynexpr kernel ABI", cpath);
+    goto fail;
+  }
+  if (ver() != DYNEXPR_ABI_VERSION) {
+    PyErr_Format(PyExc_ImportError,
+                 "dynexpr: %s was built for kernel ABI %d, this extension speaks %d; "
+                 "clear the cache directory (DYNEXPR_CACHE_DIR) and recompile",
+                 cpath, (int)ver(), DYNEXPR_ABI_VERSION);
+    goto fail;
+  }
+  return (PyObject*)self;
+fail:
+  Py_DECREF(self);
+  return NULL;
+}
+
+/* Fills *a from array obj (input i); returns 0, or -1 with an exception set. */
+static int describe_input(KernelObject* self, int32_t i, PyArrayObject* arr, dx_array* a,
+                          int64_t* strides) {
+  const in_spec* s = &self->ins[i];
+  PyArray_Descr* d = PyArray_DESCR(arr);
+  const int code = dx_code_of(d);
+  if (code < 0 || PyArray_ISBYTESWAPPED(arr)) {
+    PyObject* name = PyObject_Str((PyObject*)d);
+    PyErr_Format(PyExc_TypeError,
+                 "dynexpr: argument %d has dtype %S%s, which compiled kernels do not take; "
+                 "pass bool/uint8/int32/int64/float32/float64 in native byte order",
+                 (int)i, name ? name : Py_None, PyArray_ISBYTESWAPPED(arr) ? " (byte-swapped)" : "");
+    Py_XDECREF(name);
+    return -1;
+  }
+  if (code != s->code) {
+    PyErr_Format(PyExc_TypeError,
+                 "dynexpr: argument %d has dtype %s, the compiled kernel takes %s", (int)i,
+                 dx_name[code], dx_name[s->code]);
+    return -1;
+  }
+  const int nd = PyArray_NDIM(arr);
+  if (nd != s->ndim) {
+    PyErr_Format(PyExc_TypeError,
+                 "dynexpr: argument %d has %d dimensions, the compiled kernel takes %d", (int)i,
+                 nd, (int)s->ndim);
+    return -1;
+  }
+  if (s->written && !PyArray_ISWRITEABLE(arr)) {
+    PyErr_Format(PyExc_ValueError, "assignment destination is read-only (argument %d)", (int)i);
+    return -1;
+  }
+  if (!PyArray_ISALIGNED(arr)) {
+    PyErr_Format(PyExc_TypeError,
+                 "dynexpr: argument %d is not aligned to its dtype; pass a copy", (int)i);
+    return -1;
+  }
+  const npy_intp item = PyDataType_ELSIZE(d);
+  const npy_intp* bs = PyArray_STRIDES(arr);
+  for (int k = 0; k < nd; ++k) {
+    if (bs[k] % item) {
+      PyErr_Format(PyExc_TypeError,
+                   "dynexpr: argument %d has a stride that is not a multiple of its item size; "
+                   "pass a copy", (int)i);
+      return -1;
+    }
+    strides[k] = bs[k] / item;
+  }
+  a->data = PyArray_DATA(arr);
+  a->dtype = code;
+  a->ndim = nd;
+  a->shape = (const int64_t*)PyArray_DIMS(arr);
+  a->strides = strides;
+  return 0;
+}
+
+static PyObject* raise_status(int32_t rc, const char* msg) {
+  PyObject* exc = rc == 2   ? PyExc_ValueError
+                  : rc == 3 ? PyExc_IndexError
+                  : rc == 4 ? PyExc_MemoryError
+                  : rc == 5 ? PyExc_TypeError
+                            : PyExc_RuntimeError;
+  PyErr_SetString(exc, msg[0] ? msg : "dynexpr: compiled kernel failed");
+  return NULL;
+}
+
+#define DX_STACK_ARGS 16
+
+static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t nargsf,
+                             PyObject* kwnames) {
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+    PyErr_SetString(PyExc_TypeError, "dynexpr kernel: takes positional arrays only");
+    return NULL;
+  }
+  if (nargs != self->n_in) {
+    PyErr_Format(PyExc_TypeError, "dynexpr kernel: takes %d arrays, got %zd", (int)self->n_in,
+                 nargs);
+    return NULL;
+  }
+  const int32_t n_in = self->n_in, n_out = self->n_out;
+  /* Per-call scratch: on the stack for small calls (kernels run concurrently from
+   * several threads, so nothing per-call lives in the object). */
+  dx_array in_s[DX_STACK_ARGS], out_s[DX_STACK_ARGS];
+  int64_t in_st_s[DX_STACK_ARGS * DX_MAX_RANK], out_st_s[DX_STACK_ARGS * DX_MAX_RANK];
+  PyArrayObject* arr_s[DX_STACK_ARGS];
+  PyObject* own_s[DX_STACK_ARGS];
+  PyArrayObject* outa_s[DX_STACK_ARGS];
+  void* heap = NULL;
+  dx_array *in = in_s, *out = out_s;
+  int64_t *in_st = in_st_s, *out_st = out_st_s;
+  PyArrayObject** arr = arr_s;
+  PyObject** own = own_s;
+  PyArrayObject** outa = outa_s;
+  const int32_t nmax = n_in > n_out ? n_in : n_out;
+  if (nmax > DX_STACK_ARGS) {
+    const size_t per = 2 * sizeof(dx_array) + 2 * DX_MAX_RANK * sizeof(int64_t) +
+                       3 * sizeof(void*);
+    heap = PyMem_Calloc((size_t)nmax, per);
+    if (!heap) return PyErr_NoMemory();
+    char* p = heap;
+    in = (dx_array*)p, p += nmax * sizeof(dx_array);
+    out = (dx_array*)p, p += nmax * sizeof(dx_array);
+    in_st = (int64_t*)p, p += nmax * DX_MAX_RANK * sizeof(int64_t);
+    out_st = (int64_t*)p, p += nmax * DX_MAX_RANK * sizeof(int64_t);
+    arr = (PyArrayObject**)p, p += nmax * sizeof(void*);
+    own = (PyObject**)p, p += nmax * sizeof(void*);
+    outa = (PyArrayObject**)p;
+  }
+  PyObject* result = NULL;
+  int32_t n_own = 0, n_made = 0;
+  for (int32_t i = 0; i < n_in; ++i) {
+    PyObject* o = args[i];
+    if (!PyArray_Check(o)) {
+      /* NumPy scalars and 0-d values: converted (a copy, which a scalar is anyway). */
+      if (self->ins[i].written) {
+        PyErr_Format(PyExc_TypeError, "dynexpr kernel: argument %d must be an ndarray (it is "
+                     "updated in place)", (int)i);
+        goto done;
+      }
+      o = PyArray_FromAny(o, NULL, 0, 0, NPY_ARRAY_ALIGNED, NULL);
+      if (!o) goto done;
+      own[n_own++] = o;
+    }
+    arr[i] = (PyArrayObject*)o;
+    if (describe_input(self, i, arr[i], &in[i], in_st + (size_t)i * DX_MAX_RANK) < 0) goto done;
+  }
+  for (int32_t k = 0; k < n_out; ++k) {
+    const out_spec* s = &self->outs[k];
+    npy_intp dims[DX_MAX_RANK];
+    for (int j = 0; j < s->ndim; ++j)
+      dims[j] = s->src_in[j] < 0 ? s->dim[j] : PyArray_DIMS(arr[s->src_in[j]])[s->src_axis[j]];
+    PyArrayObject* a = (PyArrayObject*)PyArray_SimpleNew(s->ndim, dims, dx_typenum[s->code]);
+    if (!a) goto done;
+    outa[n_made++] = a;
+    int64_t* st = out_st + (size_t)k * DX_MAX_RANK;
+    int64_t acc = 1;
+    for (int j = s->ndim - 1; j >= 0; --j) {
+      st[j] = acc;
+      acc *= dims[j] > 0 ? dims[j] : 1;
+    }
+    out[k].data = PyArray_DATA(a);
+    out[k].dtype = s->code;
+    out[k].ndim = s->ndim;
+    out[k].shape = (const int64_t*)PyArray_DIMS(a);
+    out[k].strides = st;
+  }
+  {
+    char err[DX_ERR_LEN];
+    err[0] = '\0';
+    int32_t rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = self->fn(in, n_in, out, n_out, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+      raise_status(rc, err);
+      goto done;
+    }
+  }
+  result = PyTuple_New(self->n_res);
+  if (!result) goto done;
+  for (int32_t r = 0; r < self->n_res; ++r) {
+    const int32_t k = self->res[r];
+    PyObject* item = k >= 0 ? (PyObject*)outa[k] : args[-k - 1];
+    Py_INCREF(item);
+    PyTuple_SET_ITEM(result, r, item);
+  }
+done:
+  for (int32_t k = 0; k < n_made; ++k) Py_DECREF(outa[k]);
+  for (int32_t j = 0; j < n_own; ++j) Py_DECREF(own[j]);
+  PyMem_Free(heap);
+  return result;
+}
+
+static PyObject* Kernel_repr(PyObject* obj) {
+  KernelObject* self = (KernelObject*)obj;
+  return PyUnicode_FromFormat("<dynexpr kernel %U: %d inputs, %d outputs>", self->path,
+                              (int)self->n_in, (int)self->n_out);
+}
+
+static PyMemberDef Kernel_members[] = {
+    {"path", T_OBJECT, offsetof(KernelObject, path), READONLY, "the loaded unit.so"},
+    {0},
+};
+
+static PyTypeObject KernelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dynexpr._native.Kernel",
+    .tp_basicsize = sizeof(KernelObject),
+    .tp_dealloc = Kernel_dealloc,
+    .tp_vectorcall_offset = offsetof(KernelObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = Kernel_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A compiled dynexpr unit: call it with the graph's input arrays.",
+    .tp_new = Kernel_new,
+    .tp_members = Kernel_members,
+};
+
+/* ================================================================ GuardSet */
+/* Guards exactly as bridge/dynexpr/guards.py defines them (that module is the reference;
+ * tests/python/test_native_guards.py checks this against it on the same data). */
+enum guard_kind {
+  G_TYPE, G_DTYPE, G_NDIM, G_SHAPE, G_STRIDES, G_VALUE, G_ID, G_LEN, G_DICT_KEYS,
+  G_WRITEABLE, G_ALIAS
+};
+static const char* guard_names[] = {"TYPE",  "DTYPE", "NDIM", "SHAPE",     "STRIDES_CLASS",
+                                    "VALUE", "ID",    "LEN",  "DICT_KEYS", "WRITEABLE",
+                                    "ALIAS", NULL};
+enum alias_rel { A_SAME, A_OVERLAP, A_DISJOINT };
+
+typedef struct {
+  int kind;
+  Py_ssize_t arg;      /* >= 0: the source is ("arg", arg), the common case */
+  PyObject* source;    /* owned */
+  PyObject* expected;  /* owned */
+  PyObject* guard;     /* owned: the object given (returned by failing()) */
+  PyArray_Descr* descr;
+  Py_ssize_t n;        /* NDIM / LEN, SHAPE length, STRIDES_CLASS (0 "C", 1 "strided"),
+                          WRITEABLE (0/1), ALIAS relation */
+  npy_intp shape[NPY_MAXDIMS];
+  char any[NPY_MAXDIMS];
+} guard;
+
+typedef struct {
+  PyObject_HEAD
+  Py_ssize_t n;
+  guard* g;
+  PyObject* spec;
+} GuardSetObject;
+
+static PyObject* may_share_memory = NULL; /* numpy.may_share_memory */
+
+static void GuardSet_dealloc(PyObject* obj) {
+  GuardSetObject* self = (GuardSetObject*)obj;
+  for (Py_ssize_t i = 0; i < self->n; ++i) {
+    Py_XDECREF(self->g[i].source);
+    Py_XDECREF(self->g[i].expected);
+    Py_XDECREF(self->g[i].guard);
+    Py_XDECREF(self->g[i].descr);
+  }
+  PyMem_Free(self->g);
+  Py_XDECREF(self->spec);
+  Py_TYPE(self)->tp_free(obj);
+}
+
+static const char* tag_of(PyObject* s) {
+  if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) < 2 || !PyUnicode_Check(PyTuple_GET_ITEM(s, 0)))
+    return NULL;
+  return PyUnicode_AsUTF8(PyTuple_GET_ITEM(s, 0));
+}
+
+static int source_ok(PyObject* s) {
+  const char* k = tag_of(s);
+  if (!k) return 0;
+  const Py_ssize_t n = PyTuple_GET_SIZE(s);
+  if (!strcmp(k, "arg")) return n == 2 && PyLong_Check(PyTuple_GET_ITEM(s, 1));
+  if (!strcmp(k, "global"))
+    return (n == 2 || (n == 3 && source_ok(PyTuple_GET_ITEM(s, 2)))) &&
+           PyUnicode_Check(PyTuple_GET_ITEM(s, 1));
+  if (!strcmp(k, "closure")) return n == 2 && PyUnicode_Check(PyTuple_GET_ITEM(s, 1));
+  if (!strcmp(k, "attr")) return n == 3 && source_ok(PyTuple_GET_ITEM(s, 1)) &&
+                                 PyUnicode_Check(PyTuple_GET_ITEM(s, 2));
+  if (!strcmp(k, "item")) return n == 3 && source_ok(PyTuple_GET_ITEM(s, 1));
+  if (!strcmp(k, "type")) return n == 2 && source_ok(PyTuple_GET_ITEM(s, 1));
+  return 0;
+}
+
+/* Borrowed or new reference helpers: every item read below is returned as new. */
+static PyObject* get_field(PyObject* o, const char* name, Py_ssize_t index) {
+  if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 3) {
+    PyObject* r = PyTuple_GET_ITEM(o, index);
+    Py_INCREF(r);
+    return r;
+  }
+  return PyObject_GetAttrString(o, name);
+}
+
+static PyObject* GuardSet_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
+  (void)kw;
+  PyObject* spec;
+  if (!PyArg_ParseTuple(args, "O", &spec)) return NULL;
+  PyObject* seq = PySequence_Tuple(spec);
+  if (!seq) return NULL;
+  GuardSetObject* self = (GuardSetObject*)type->tp_alloc(type, 0);
+  if (!self) {
+    Py_DECREF(seq);
+    return NULL;
+  }
+  self->spec = seq;
+  self->g = PyMem_Calloc(PyTuple_GET_SIZE(seq) + 1, sizeof(guard));
+  if (!self->g) {
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); ++i) {
+    PyObject* t = PyTuple_GET_ITEM(seq, i);
+    guard* g = &self->g[i];
+    g->arg = -1;
+    self->n = i + 1;
+    Py_INCREF(t);
+    g->guard = t;
+    PyObject* kindo = get_field(t, "kind", 0);
+    if (!kindo) goto fail;
+    g->source = get_field(t, "source", 1);
+    g->expected = g->source ? get_field(t, "expected", 2) : NULL;
+    const char* kind = PyUnicode_Check(kindo) ? PyUnicode_AsUTF8(kindo) : "";
+    g->kind = -1;
+    for (int k = 0; guard_names[k]; ++k)
+      if (!strcmp(kind, guard_names[k])) g->kind = k;
+    Py_DECREF(kindo);
+    if (!g->expected) goto fail;
+    if (g->kind < 0) {
+      PyErr_Format(PyExc_ValueError, "dynexpr GuardSet: guard %zd has an unknown kind", i);
+      goto fail;
+    }
+    PyObject* src = g->source;
+    const int pair_ok = g->kind == G_ALIAS && PyTuple_Check(src) && PyTuple_GET_SIZE(src) == 2 &&
+                        source_ok(PyTuple_GET_ITEM(src, 0)) && source_ok(PyTuple_GET_ITEM(src, 1));
+    if (g->kind == G_ALIAS ? !pair_ok : !source_ok(src)) {
+      PyErr_Format(PyExc_ValueError, "dynexpr GuardSet: guard %zd has a malformed source %R", i,
+                   src);
+      goto fail;
+    }
+    if (g->kind != G_ALIAS && !strcmp(tag_of(src), "arg"))
+      g->arg = PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1));
+    PyObject* exp = g->expected;
+    switch (g->kind) {
+      case G_DTYPE:
+        if (!PyArray_DescrConverter(exp, &g->descr)) goto fail;
+        break;
+      case G_NDIM:
+      case G_LEN:
+        g->n = PyLong_AsSsize_t(exp);
+        if (g->n == -1 && PyErr_Occurred()) goto fail;
+        break;
+      case G_SHAPE:
+        if (!PyTuple_Check(exp) || PyTuple_GET_SIZE(exp) > NPY_MAXDIMS) {
+          PyErr_SetString(PyExc_TypeError, "dynexpr GuardSet: SHAPE expects a tuple");
+          goto fail;
+        }
+        g->n = PyTuple_GET_SIZE(exp);
+        for (Py_ssize_t j = 0; j < g->n; ++j) {
+          PyObject* d = PyTuple_GET_ITEM(exp, j);
+          g->any[j] = d == Py_None; /* None: any extent (a dynamic dimension) */
+          if (!g->any[j]) {
+            g->shape[j] = PyLong_AsSsize_t(d);
+            if (g->shape[j] == -1 && PyErr_Occurred()) goto fail;
+          }
+        }
+        break;
+      case G_STRIDES: {
+        const char* c = PyUnicode_Check(exp) ? PyUnicode_AsUTF8(exp) : "";
+        g->n = !strcmp(c, "C") ? 0 : !strcmp(c, "strided") ? 1 : -1;
+        if (g->n < 0) {
+          PyErr_SetString(PyExc_ValueError, "dynexpr GuardSet: STRIDES_CLASS is 'C' or 'strided'");
+          goto fail;
+        }
+        break;
+      }
+      case G_WRITEABLE:
+        g->n = PyObject_IsTrue(exp);
+        if (g->n < 0) goto fail;
+        break;
+      case G_ALIAS: {
+        const char* c = PyUnicode_Check(exp) ? PyUnicode_AsUTF8(exp) : "";
+        g->n = !strcmp(c, "same") ? A_SAME : !strcmp(c, "overlap") ? A_OVERLAP
+               : !strcmp(c, "disjoint") ? A_DISJOINT : -1;
+        if (g->n < 0) {
+          PyErr_SetString(PyExc_ValueError,
+                          "dynexpr GuardSet: ALIAS is 'same', 'overlap' or 'disjoint'");
+          goto fail;
+        }
+        break;
+      }
+      case G_DICT_KEYS:
+        if (!PyTuple_Check(exp)) {
+          PyErr_SetString(PyExc_TypeError, "dynexpr GuardSet: DICT_KEYS expects a tuple");
+          goto fail;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return (PyObject*)self;
+fail:
+  Py_DECREF(self);
+  return NULL;
+}
+
+/* fn.__globals__[name], else its builtins (guards.py's _lookup_global). New ref or NULL. */
+static PyObject* lookup_global(PyObject* fn, PyObject* name) {
+  PyObject* g = PyFunction_Check(fn) ? PyFunction_GET_GLOBALS(fn) : NULL;
+  PyObject* owned = NULL;
+  if (!g) g = owned = PyObject_GetAttrString(fn, "__globals__");
+  if (!g || !PyDict_Check(g)) {
+    Py_XDECREF(owned);
+    return NULL;
+  }
+  PyObject* r = PyDict_GetItemWithError(g, name);
+  if (!r && !PyErr_Occurred()) {
+    PyObject* b = PyDict_GetItemString(g, "__builtins__");
+    if (!b) b = PyEval_GetBuiltins();
+    else if (PyModule_Check(b)) b = PyModule_GetDict(b);
+    if (b && PyDict_Check(b)) r = PyDict_GetItemWithError(b, name);
+  }
+  Py_XINCREF(r);
+  Py_XDECREF(owned);
+  return r;
+}
+
+static PyObject* lookup_closure(PyObject* fn, PyObject* name) {
+  if (!PyFunction_Check(fn)) return NULL;
+  PyObject* code = PyFunction_GET_CODE(fn);
+  PyObject* closure = PyFunction_GET_CLOSURE(fn);
+  PyObject* free = PyObject_GetAttrString(code, "co_freevars");
+  PyObject* r = NULL;
+  if (free && PyTuple_Check(free) && closure && PyTuple_Check(closure)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(free) && i < PyTuple_GET_SIZE(closure); ++i) {
+      int eq = PyUnicode_Compare(PyTuple_GET_ITEM(free, i), name) == 0;
+      if (eq) {
+        r = PyCell_GET(PyTuple_GET_ITEM(closure, i));
+        Py_XINCREF(r);
+        break;
+      }
+    }
+  }
+  Py_XDECREF(free);
+  return r;
+}
+
+/* New reference to the object a source names, or NULL (no exception) if unreachable. */
+static PyObject* resolve(PyObject* src, PyObject* const* args, Py_ssize_t nargs, PyObject* fn) {
+  const char* k = tag_of(src);
+  PyObject* r = NULL;
+  if (!strcmp(k, "arg")) {
+    Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1));
+    if (i >= 0 && i < nargs) {
+      r = args[i];
+      Py_INCREF(r);
+    }
+  } else if (!strcmp(k, "global")) {
+    if (PyTuple_GET_SIZE(src) == 2) {
+      r = lookup_global(fn, PyTuple_GET_ITEM(src, 1));
+    } else {
+      PyObject* f = resolve(PyTuple_GET_ITEM(src, 2), args, nargs, fn);
+      if (f) r = lookup_global(f, PyTuple_GET_ITEM(src, 1));
+      Py_XDECREF(f);
+    }
+  } else if (!strcmp(k, "closure")) {
+    r = lookup_closure(fn, PyTuple_GET_ITEM(src, 1));
+  } else if (!strcmp(k, "attr") || !strcmp(k, "item")) {
+    PyObject* base = resolve(PyTuple_GET_ITEM(src, 1), args, nargs, fn);
+    if (base) {
+      r = k[0] == 'a' ? PyObject_GetAttr(base, PyTuple_GET_ITEM(src, 2))
+                      : PyObject_GetItem(base, PyTuple_GET_ITEM(src, 2));
+      Py_DECREF(base);
+    }
+  } else if (!strcmp(k, "type")) {
+    PyObject* base = resolve(PyTuple_GET_ITEM(src, 1), args, nargs, fn);
+    if (base) {
+      r = (PyObject*)Py_TYPE(base);
+      Py_INCREF(r);
+      Py_DECREF(base);
+    }
+  }
+  if (!r) PyErr_Clear();
+  return r;
+}
+
+/* guards.py's strict_equal: equal and of the same type, recursively; NaN equals NaN.
+ * 1 / 0; never raises. */
+static int strict_equal(PyObject* a, PyObject* b) {
+  if (Py_TYPE(a) != Py_TYPE(b)) return 0;
+  if (PyTuple_Check(a) || PyList_Check(a)) {
+    PyObject* fa = PySequence_Fast(a, "");
+    PyObject* fb = fa ? PySequence_Fast(b, "") : NULL;
+    int ok = 0;
+    if (fa && fb && PySequence_Fast_GET_SIZE(fa) == PySequence_Fast_GET_SIZE(fb)) {
+      ok = 1;
+      for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(fa); ++i)
+        ok = strict_equal(PySequence_Fast_GET_ITEM(fa, i), PySequence_Fast_GET_ITEM(fb, i));
+    }
+    Py_XDECREF(fa);
+    Py_XDECREF(fb);
+    PyErr_Clear();
+    return ok;
+  }
+  if (PyDict_Check(a)) {
+    if (PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b)) return 0;
+    Py_ssize_t pa = 0, pb = 0;
+    PyObject *ka, *va, *kb, *vb;
+    while (PyDict_Next(a, &pa, &ka, &va)) {
+      if (!PyDict_Next(b, &pb, &kb, &vb)) return 0;
+      int eq = PyObject_RichCompareBool(ka, kb, Py_EQ);
+      if (eq <= 0) {
+        PyErr_Clear();
+        return 0;
+      }
+      if (!strict_equal(va, vb)) return 0;
+    }
+    return 1;
+  }
+  int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+  if (eq < 0) {
+    PyErr_Clear();
+    return 0;
+  }
+  if (eq) return 1;
+  /* NaN equals NaN (for float and NumPy floating scalars). */
+  if (PyFloat_Check(a)) return isnan(PyFloat_AS_DOUBLE(a)) && isnan(PyFloat_AS_DOUBLE(b));
+  if (PyArray_IsScalar(a, Floating)) {
+    PyObject* na = PyObject_RichCompare(a, a, Py_NE);
+    PyObject* nb = na ? PyObject_RichCompare(b, b, Py_NE) : NULL;
+    int ok = na && nb && PyObject_IsTrue(na) == 1 && PyObject_IsTrue(nb) == 1;
+    Py_XDECREF(na);
+    Py_XDECREF(nb);
+    PyErr_Clear();
+    return ok;
+  }
+  return 0;
+}
+
+static void extent(PyArrayObject* a, char** lo, char** hi) {
+  char* p = PyArray_BYTES(a);
+  npy_intp l = 0, h = 0;
+  for (int k = 0; k < PyArray_NDIM(a); ++k) {
+    const npy_intp n = PyArray_DIMS(a)[k];
+    if (n == 0) {
+      *lo = *hi = p;
+      return;
+    }
+    const npy_intp span = (n - 1) * PyArray_STRIDES(a)[k];
+    if (span < 0) l += span;
+    else h += span;
+  }
+  *lo = p + l;
+  *hi = p + h + PyArray_ITEMSIZE(a);
+}
+
+/* guards.py's alias_relation; -1 on failure. */
+static int alias_relation(PyObject* a, PyObject* b) {
+  if (a == b) return A_SAME;
+  if (PyArray_Check(a) && PyArray_Check(b)) {
+    char *la, *ha, *lb, *hb;
+    extent((PyArrayObject*)a, &la, &ha);
+    extent((PyArrayObject*)b, &lb, &hb);
+    return la < hb && lb < ha && la != ha && lb != hb ? A_OVERLAP : A_DISJOINT;
+  }
+  PyObject* r = PyObject_CallFunctionObjArgs(may_share_memory, a, b, NULL);
+  if (!r) {
+    PyErr_Clear();
+    return -1;
+  }
+  int t = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  if (t < 0) PyErr_Clear();
+  return t < 0 ? -1 : t ? A_OVERLAP : A_DISJOINT;
+}
+
+/* getattr(x, name) compared with ==, for guards on non-ndarrays (NumPy scalars...). */
+static int attr_equals(PyObject* x, const char* name, PyObject* expected) {
+  PyObject* v = PyObject_GetAttrString(x, name);
+  int ok = v ? PyObject_RichCompareBool(v, expected, Py_EQ) : 0;
+  Py_XDECREF(v);
+  if (ok < 0 || !v) {
+    PyErr_Clear();
+    ok = 0;
+  }
+  return ok;
+}
+
+static int flag_of(PyObject* x, const char* flag) {
+  PyObject* flags = PyObject_GetAttrString(x, "flags");
+  PyObject* v = flags ? PyObject_GetAttrString(flags, flag) : NULL;
+  int t = v ? PyObject_IsTrue(v) : -1;
+  Py_XDECREF(flags);
+  Py_XDECREF(v);
+  if (t < 0) PyErr_Clear();
+  return t;
+}
+
+/* 1 holds, 0 fails; never raises (a guard that cannot be evaluated fails). */
+static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, PyObject* fn) {
+  if (g->kind == G_ALIAS) {
+    PyObject* a = resolve(PyTuple_GET_ITEM(g->source, 0), args, nargs, fn);
+    PyObject* b = a ? resolve(PyTuple_GET_ITEM(g->source, 1), args, nargs, fn) : NULL;
+    int ok = a && b && alias_relation(a, b) == g->n;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return ok;
+  }
+  PyObject* x;
+  if (g->arg >= 0) {
+    if (g->arg >= nargs) return 0;
+    x = args[g->arg];
+    Py_INCREF(x);
+  } else {
+    x = resolve(g->source, args, nargs, fn);
+    if (!x) return 0;
+  }
+  const int arr = PyArray_Check(x);
+  PyArrayObject* a = (PyArrayObject*)x;
+  int ok = 0;
+  switch (g->kind) {
+    case G_TYPE:
+      ok = (PyObject*)Py_TYPE(x) == g->expected;
+      break;
+    case G_ID:
+      ok = x == g->expected;
+      break;
+    case G_DTYPE:
+      ok = arr ? PyArray_EquivTypes(PyArray_DESCR(a), g->descr)
+               : attr_equals(x, "dtype", (PyObject*)g->descr);
+      break;
+    case G_NDIM:
+      ok = arr ? PyArray_NDIM(a) == g->n : attr_equals(x, "ndim", g->expected);
+      break;
+    case G_SHAPE:
+      if (arr) {
+        if (PyArray_NDIM(a) == g->n) {
+          ok = 1;
+          for (Py_ssize_t j = 0; j < g->n && ok; ++j)
+            ok = g->any[j] || PyArray_DIMS(a)[j] == g->shape[j];
+        }
+      } else {
+        ok = attr_equals(x, "shape", g->expected);
+      }
+      break;
+    case G_STRIDES: {
+      const int c = arr ? PyArray_IS_C_CONTIGUOUS(a) : flag_of(x, "c_contiguous");
+      ok = c >= 0 && (c ? 0 : 1) == g->n;
+      break;
+    }
+    case G_WRITEABLE: {
+      const int w = arr ? PyArray_ISWRITEABLE(a) != 0 : flag_of(x, "writeable");
+      ok = w >= 0 && w == g->n;
+      break;
+    }
+    case G_VALUE:
+      ok = strict_equal(x, g->expected);
+      break;
+    case G_LEN: {
+      Py_ssize_t n = PyObject_Length(x);
+      if (n < 0) PyErr_Clear();
+      ok = n >= 0 && n == g->n;
+      break;
+    }
+    case G_DICT_KEYS: {
+      PyObject* keys = PyDict_Check(x) ? PyDict_Keys(x) : PyMapping_Keys(x);
+      PyObject* t = keys ? PySequence_Tuple(keys) : NULL;
+      ok = t ? PyObject_RichCompareBool(t, g->expected, Py_EQ) : 0;
+      if (ok < 0) ok = 0;
+      Py_XDECREF(keys);
+      Py_XDECREF(t);
+      PyErr_Clear();
+      break;
+    }
+  }
+  Py_DECREF(x);
+  return ok;
+}
+
+/* Index of the first failing guard, -1 if all hold, -2 on a bad call (exception set). */
+static Py_ssize_t first_failure(GuardSetObject* self, PyObject* args, PyObject* fn) {
+  PyObject* const* items;
+  Py_ssize_t n;
+  if (PyTuple_Check(args)) {
+    items = &PyTuple_GET_ITEM(args, 0);
+    n = PyTuple_GET_SIZE(args);
+  } else if (PyList_Check(args)) {
+    items = &PyList_GET_ITEM(args, 0);
+    n = PyList_GET_SIZE(args);
+  } else {
+    PyErr_SetString(PyExc_TypeError, "dynexpr GuardSet: args must be a tuple or list");
+    return -2;
+  }
+  for (Py_ssize_t i = 0; i < self->n; ++i)
+    if (!check_one(&self->g[i], items, n, fn)) return i;
+  return -1;
+}
+
+static int parse_check_args(PyObject* const* a, Py_ssize_t n, PyObject** args, PyObject** fn) {
+  if (n < 1 || n > 2) {
+    PyErr_SetString(PyExc_TypeError, "GuardSet: expected (args, fn=None)");
+    return -1;
+  }
+  *args = a[0];
+  *fn = n == 2 ? a[1] : Py_None;
+  return 0;
+}
+
+static PyObject* GuardSet_check(PyObject* self, PyObject* const* a, Py_ssize_t n) {
+  PyObject *args, *fn;
+  if (parse_check_args(a, n, &args, &fn) < 0) return NULL;
+  Py_ssize_t r = first_failure((GuardSetObject*)self, args, fn);
+  if (r == -2) return NULL;
+  return PyBool_FromLong(r == -1);
+}
+
+static PyObject* GuardSet_failing(PyObject* self, PyObject* const* a, Py_ssize_t n) {
+  PyObject *args, *fn;
+  if (parse_check_args(a, n, &args, &fn) < 0) return NULL;
+  GuardSetObject* gs = (GuardSetObject*)self;
+  Py_ssize_t r = first_failure(gs, args, fn);
+  if (r == -2) return NULL;
+  if (r == -1) Py_RETURN_NONE;
+  Py_INCREF(gs->g[r].guard);
+  return gs->g[r].guard;
+}
+
+static Py_ssize_t GuardSet_length(PyObject* self) { return ((GuardSetObject*)self)->n; }
+
+static PyMethodDef GuardSet_methods[] = {
+    {"check", (PyCFunction)(void (*)(void))GuardSet_check, METH_FASTCALL,
+     "check(args, fn=None) -> True if every guard holds for bound arguments args of fn"},
+    {"failing", (PyCFunction)(void (*)(void))GuardSet_failing, METH_FASTCALL,
+     "failing(args, fn=None) -> the first guard that does not hold, or None"},
+    {0},
+};
+
+static PyMemberDef GuardSet_members[] = {
+    {"guards", T_OBJECT, offsetof(GuardSetObject, spec), READONLY, "the guards, as given"},
+    {0},
+};
+
+static PySequenceMethods GuardSet_as_sequence = {.sq_length = GuardSet_length};
+
+static PyTypeObject GuardSetType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dynexpr._native.GuardSet",
+    .tp_basicsize = sizeof(GuardSetObject),
+    .tp_dealloc = GuardSet_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Guards as data (dynexpr.guards), checked in C: GuardSet(guards).check(args, fn).",
+    .tp_new = GuardSet_new,
+    .tp_methods = GuardSet_methods,
+    .tp_members = GuardSet_members,
+    .tp_as_sequence = &GuardSet_as_sequence,
+};
+
+/* select(entries, args, fn=None): the second item of the first (GuardSet, value, ...)
+ * entry whose guards hold, or None: the per-code-object dispatch of the fast path. */
+static PyObject* native_select(PyObject* mod, PyObject* const* a, Py_ssize_t n) {
+  (void)mod;
+  if (n < 2 || n > 3 || !PyList_Check(a[0])) {
+    PyErr_SetString(PyExc_TypeError, "select(entries: list, args: tuple, fn=None)");
+    return NULL;
+  }
+  PyObject* entries = a[0];
+  PyObject* fn = n == 3 ? a[2] : Py_None;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); ++i) {
+    PyObject* e = PyList_GET_ITEM(entries, i);
+    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 2 ||
+        !PyObject_TypeCheck(PyTuple_GET_ITEM(e, 0), &GuardSetType)) {
+      PyErr_SetString(PyExc_TypeError, "select: entries are (GuardSet, value) tuples");
+      return NULL;
+    }
+    Py_ssize_t r = first_failure((GuardSetObject*)PyTuple_GET_ITEM(e, 0), a[1], fn);
+    if (r == -2) return NULL;
+    if (r == -1) {
+      PyObject* v = PyTuple_GET_ITEM(e, 1);
+      Py_INCREF(v);
+      return v;
+    }
+  }
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef native_methods[] = {
+    {"select", (PyCFunction)(void (*)(void))native_select, METH_FASTCALL,
+     "select(entries, args, fn=None) -> value of the first (GuardSet, value) entry whose "
+     "guards hold, or None"},
+    {0},
+};
+
+static struct PyModuleDef native_module = {
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "dynexpr._native",
+    .m_doc = "dynexpr's native call path: compiled kernels and guard checks (see bridge/_native.c).",
+    .m_size = -1,
+    .m_methods = native_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+  import_array();
+  PyObject* np = PyImport_ImportModule("numpy");
+  if (!np) return NULL;
+  may_share_memory = PyObject_GetAttrString(np, "may_share_memory");
+  Py_DECREF(np);
+  if (!may_share_memory) return NULL;
+  if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&GuardSetType) < 0) return NULL;
+  PyObject* m = PyModule_Create(&native_module);
+  if (!m) return NULL;
+  Py_INCREF(&KernelType);
+  Py_INCREF(&GuardSetType);
+  if (PyModule_AddObject(m, "Kernel", (PyObject*)&KernelType) < 0 ||
+      PyModule_AddObject(m, "GuardSet", (PyObject*)&GuardSetType) < 0 ||
+      PyModule_AddIntConstant(m, "ABI_VERSION", DYNEXPR_ABI_VERSION) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,138 @@
+"""dynexpr — capture NumPy functions into fused, compiled kernels.
+
+    @dynexpr.capture
+    def gelu(x):
+        return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
+
+See capture() for the options, explain() for what a capture did, and config for the
+settings. DYNEXPR_LOGS=graph_breaks,guards,recompiles,output_code,cache turns on logs.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+from . import logs
+from .capture import GraphBreakError
+from .captured import BACKENDS, MODES, CacheInfo, CapturedFunction, DynexprWarning, reset
+from .config import config
+from .explain import explain
+from .guards import Guard
+
+__version__ = "0.1.0"
+_OPTIONS = ("backend", "mode", "dynamic", "fullgraph", "fuse")
+
+
+def capture(
+    fn: Callable | None = None,
+    *,
+    backend: Any = "cpu",
+    mode: str = "default",
+    dynamic: bool | None = None,
+    fullgraph: bool = False,
+    fuse: bool = True,
+    **unknown: Any,
+) -> Any:
+    """Capture a NumPy function: `capture(fn)`, `@capture` or `@capture(backend=...)`.
+
+    backend    "cpu" (compiled C++ kernels), "eager" (the captured graph run op by op
+               with NumPy), or a callable(graph, example_inputs) -> f(*inputs) -> outputs
+    mode       "default"
+    dynamic    None or False: shapes are specialised (a new shape recompiles)
+    fullgraph  True: raise GraphBreakError instead of running plain Python at a break
+    fuse       False: one kernel per op (the unfused comparison, same pipeline)
+    """
+    if unknown:
+        raise TypeError(
+            f"dynexpr.capture() got unknown option(s) {', '.join(sorted(unknown))}; "
+            f"the options are {', '.join(_OPTIONS)}"
+        )
+    if not (callable(backend) or backend in BACKENDS):
+        raise ValueError(
+            f"dynexpr.capture: unknown backend {backend!r}; use 'cpu', 'eager' or "
+            "a callable(graph, example_inputs) returning f(*inputs) -> outputs"
+        )
+    if mode not in MODES:
+        raise ValueError(f"dynexpr.capture: unknown mode {mode!r}; modes: {', '.join(MODES)}")
+    if dynamic not in (None, False, True):
+        raise TypeError(f"dynexpr.capture: dynamic must be None, False or True, got {dynamic!r}")
+    if dynamic is True:
+        raise NotImplementedError(
+            "dynexpr.capture(dynamic=True): dynamic shapes are not "
+            "implemented yet; leave dynamic=None (each new shape is "
+            "captured again, up to config.recompile_limit)"
+        )
+    for name, value in (("fullgraph", fullgraph), ("fuse", fuse)):
+        if not isinstance(value, bool):
+            raise TypeError(f"dynexpr.capture: {name} must be True or False, got {value!r}")
+    options = dict(backend=backend, mode=mode, dynamic=dynamic, fullgraph=fullgraph, fuse=fuse)
+    if fn is None:
+        return functools.partial(_capture_one, **options)
+    return _capture_one(fn, **options)
+
+
+def _capture_one(fn: Any, **options: Any) -> Any:
+    if isinstance(fn, CapturedFunction):
+        fn = fn.__dynexpr_wrapped__
+    if isinstance(fn, types.MethodType):
+        func = getattr(fn.__func__, "__dynexpr_wrapped__", fn.__func__)
+        if isinstance(func, types.FunctionType):
+            return types.MethodType(CapturedFunction(func, **options), fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        what = f"{type(fn).__name__} {fn!r:.40}"
+        raise TypeError(
+            f"dynexpr.capture({what}): expected a Python function (a def or a "
+            "lambda); use it as @dynexpr.capture above a def, or "
+            "dynexpr.capture(backend=...) with options only"
+        )
+    return CapturedFunction(fn, **options)
+
+
+def disable(fn: Callable | None = None) -> Any:
+    """Never capture fn: calling it from captured code is a graph break, and a captured
+    `disable`d function runs as plain Python."""
+    if fn is None:
+        return disable
+    fn = getattr(fn, "__dynexpr_wrapped__", fn)
+    if not callable(fn):
+        raise TypeError(f"dynexpr.disable({fn!r}): expected a function")
+
+    @functools.wraps(fn)
+    def plain(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    plain.__dynexpr_disable__ = True  # type: ignore[attr-defined]
+    return plain
+
+
+def mark_dynamic(a: Any, dim: int, min: int | None = None, max: int | None = None) -> None:
+    raise NotImplementedError(
+        "dynexpr.mark_dynamic: dynamic dimensions are not implemented "
+        "yet; each new shape is captured again (up to "
+        "config.recompile_limit)"
+    )
+
+
+def mark_static(a: Any, dim: int | None = None) -> None:
+    raise NotImplementedError(
+        "dynexpr.mark_static: shapes are always static for now, so there is nothing to mark"
+    )
+
+
+__all__ = [
+    "capture",
+    "explain",
+    "config",
+    "reset",
+    "disable",
+    "mark_dynamic",
+    "mark_static",
+    "GraphBreakError",
+    "CacheInfo",
+    "DynexprWarning",
+    "Guard",
+    "logs",
+]

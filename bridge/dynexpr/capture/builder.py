@@ -1,0 +1,197 @@
+"""Turning the real objects a translation meets into Vars, recording a guard for each
+fact it relies on.
+
+Every object the bytecode reaches from outside (an argument, a global, a closure cell,
+an attribute of a user object, an item of a container) comes through `wrap`, with its
+access path. What is guarded depends on what the object is:
+
+    ndarray           TYPE, DTYPE, SHAPE, STRIDES_CLASS, ALIAS with every other array
+                      (and WRITEABLE when the function writes into it); it becomes a
+                      graph input, read at call time, never a baked-in constant
+    scalars, str, None, dtypes, tuples/lists/dicts of those
+                      VALUE (type-strict: 0.5 and np.float32(0.5) differ, NEP 50)
+    containers holding arrays
+                      TYPE and LEN / DICT_KEYS, then each element on its own path
+    functions, modules, classes, builtins
+                      ID (and the code object of an inlined function)
+    other objects     TYPE; their attributes are wrapped when read
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+from typing import Any
+
+import numpy as np
+
+from ..guards import Guard, alias_relation, strides_class
+from .arrays import ArrayVar, Storage
+from .errors import Budget, graph_break
+from .graph import GraphBuilder
+from .infer import SUPPORTED
+from .variables import (
+    BoundMethodVar,
+    DictVar,
+    FunctionVar,
+    ListVar,
+    ObjectVar,
+    PyVar,
+    TupleVar,
+    Var,
+)
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, range, slice, type(Ellipsis))
+_CONST_LIMIT = 4096  # elements; a bigger constant container is compared per call
+
+
+def _is_constant(value: Any, budget: list) -> bool:
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    t = type(value)
+    if t in _SCALARS or isinstance(value, (np.generic, np.dtype)):
+        return True
+    if t in (tuple, list):
+        return all(_is_constant(x, budget) for x in value)
+    if t is dict:
+        return all(_is_constant(k, budget) and _is_constant(v, budget) for k, v in value.items())
+    return False
+
+
+def _is_library_callable(value: Any) -> bool:
+    if isinstance(value, (types.BuiltinFunctionType, np.ufunc)):
+        return True
+    module = getattr(value, "__module__", None) if callable(value) else None
+    return isinstance(module, str) and (
+        module in ("numpy", "builtins") or module.startswith("numpy.")
+    )
+
+
+def is_constant(value: Any) -> bool:
+    return _is_constant(value, [_CONST_LIMIT])
+
+
+class Context:
+    """What all frames of one translation share: the graph, the guards, the arrays."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.budget = Budget()
+        self.graph = GraphBuilder(self.budget)
+        self._guards: dict[Guard, None] = {}
+        self._wrapped: dict[tuple, Var] = {}
+        self._arrays: list[tuple[np.ndarray, tuple, ArrayVar]] = []
+
+    # -- guards ----------------------------------------------------------------------
+    def guard(self, kind: str, source: tuple, expected: Any) -> None:
+        self._guards.setdefault(Guard(kind, source, expected))
+
+    @property
+    def guards(self) -> list[Guard]:
+        return list(self._guards)
+
+    # -- wrapping --------------------------------------------------------------------
+    def wrap(self, value: Any, source: tuple) -> Var:
+        """The Var for `value`, found at `source`; the same source gives the same Var."""
+        hit = self._wrapped.get(source)
+        if hit is not None:
+            return hit
+        var = self._wrap(value, source)
+        self._wrapped[source] = var
+        return var
+
+    def wrapped(self, source: tuple) -> Var | None:
+        """The Var already made for `source`, if any."""
+        return self._wrapped.get(source)
+
+    def _wrap(self, value: Any, source: tuple) -> Var:
+        t = type(value)
+        if t is np.ndarray or isinstance(value, np.ndarray):
+            return self._wrap_array(value, source)
+        if t in (tuple, list, dict) or t in _SCALARS or isinstance(value, (np.generic, np.dtype)):
+            if is_constant(value):
+                self.guard("VALUE", source, copy.deepcopy(value) if t in (list, dict) else value)
+                return PyVar(value, source)
+            self.guard("TYPE", source, t)
+            if t is dict:
+                self.guard("DICT_KEYS", source, tuple(value))
+                return DictVar(
+                    {k: self.wrap(v, ("item", source, k)) for k, v in value.items()}, source
+                )
+            self.guard("LEN", source, len(value))
+            items = [self.wrap(v, ("item", source, i)) for i, v in enumerate(value)]
+            return TupleVar(items) if t is tuple else ListVar(items, source)
+        if _is_library_callable(value):  # NumPy and builtins: the call tables handle them
+            self.guard("ID", source, value)
+            return PyVar(value, source)
+        if t is types.FunctionType:
+            self.guard("ID", source, value)
+            self.guard("ID", ("attr", source, "__code__"), value.__code__)
+            return FunctionVar(value, source)
+        if getattr(t, "_dynexpr_captured", False):  # captured code calling captured code
+            self.guard("ID", source, value)
+            return FunctionVar(value.__dynexpr_wrapped__, ("attr", source, "__dynexpr_wrapped__"))
+        if t is types.MethodType:
+            self.guard("TYPE", source, t)
+            fn = self.wrap(value.__func__, ("attr", source, "__func__"))
+            return BoundMethodVar(self.wrap(value.__self__, ("attr", source, "__self__")), fn)
+        if isinstance(value, (type, types.ModuleType)):
+            self.guard("ID", source, value)
+            return PyVar(value, source)
+        self.guard("TYPE", source, t)
+        return ObjectVar(value, source)
+
+    def _wrap_array(self, a: np.ndarray, source: tuple) -> Var:
+        self.guard("TYPE", source, type(a))
+        if type(a) is not np.ndarray:
+            graph_break(
+                f"{type(a).__name__} is an ndarray subclass; dynexpr captures plain "
+                "ndarrays only (pass np.asarray(x))"
+            )
+        self.guard("DTYPE", source, a.dtype)
+        if a.dtype not in SUPPORTED or not a.dtype.isnative:
+            graph_break(
+                f"an array has dtype {a.dtype}, which the backends do not support "
+                "(bool, uint8, int32, int64, float32, float64); convert it first, "
+                "e.g. x.astype(np.float64)"
+            )
+        self.guard("SHAPE", source, a.shape)
+        self.guard("STRIDES_CLASS", source, strides_class(a))
+        overlapping = []
+        for other, osrc, ovar in self._arrays:
+            rel = alias_relation(other, a)
+            self.guard("ALIAS", (osrc, source), rel)
+            if rel == "same":  # one array reached twice is one input (see CAPTURE.md)
+                return ovar
+            if rel == "overlap":
+                overlapping.append(ovar)
+        value = self.graph.input(source, a.dtype.name, a.shape)
+
+        def first_write() -> None:
+            self.guard("WRITEABLE", source, bool(a.flags.writeable))
+            if not a.flags.writeable:
+                graph_break(
+                    "the function writes into a read-only array (NumPy raises "
+                    "ValueError: assignment destination is read-only)"
+                )
+
+        st = Storage(
+            value, source=source, c_contig=bool(a.flags.c_contiguous), on_first_write=first_write
+        )
+        var = ArrayVar(self.graph, st)
+        reason = (
+            "two arrays the function reads overlap in memory and it writes into one "
+            "of them; dynexpr does not model partial overlap (pass a copy)"
+        )
+        for ovar in overlapping:
+            if ovar.storage.written:  # it was written before this one was first read
+                graph_break(reason)
+            ovar.storage.freeze(reason)
+            st.freeze(reason)
+        self._arrays.append((a, source, var))
+        return var
+
+    def array_vars(self) -> list[ArrayVar]:
+        """The arrays met from outside (arguments, globals, attributes), in order."""
+        return [var for _, _, var in self._arrays]

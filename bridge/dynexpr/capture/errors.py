@@ -1,0 +1,81 @@
+"""Graph breaks: the one way out of the translator.
+
+Every construct the translator does not support calls `graph_break(reason)`. The frame
+loop attaches where it happened (file, line, source text), innermost frame first, so
+the report points at the user's line even inside an inlined helper.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+from typing import NoReturn
+
+
+@dataclass(frozen=True)
+class BreakReason:
+    """Why and where translation stopped. `stack` holds (file, line, function) of the
+    frames that were inlined to get there, outermost first."""
+
+    reason: str
+    file: str = "?"
+    line: int = 0
+    source: str = ""
+    stack: tuple = ()
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}"
+        text = f"\n    {self.source}" if self.source else ""
+        return f"{self.reason}\n  at {where}{text}"
+
+
+class Unsupported(Exception):
+    """Raised by graph_break; caught by the translator, never seen by users."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.location: tuple | None = None  # (file, line)
+        self.stack: list = []
+        self.guards: list = []
+
+    def at(self, file: str, line: int | None, function: str) -> None:
+        if self.location is None:
+            self.location = (file, line or 0)
+        self.stack.insert(0, (file, line or 0, function))
+
+    def to_reason(self) -> BreakReason:
+        file, line = self.location or ("?", 0)
+        source = linecache.getline(file, line).strip() if line else ""
+        return BreakReason(self.reason, file, line, source, tuple(self.stack))
+
+
+class GraphBreakError(RuntimeError):
+    """capture(fullgraph=True) met code it cannot capture."""
+
+    def __init__(self, reason: BreakReason) -> None:
+        super().__init__(
+            f"dynexpr: fullgraph=True, but the function cannot be captured whole: "
+            f"{reason}\n  remove fullgraph=True to run this part as plain Python"
+        )
+        self.reason = reason
+
+
+class InternalError(RuntimeError):
+    """A bug in dynexpr itself (not in the user's code)."""
+
+
+def graph_break(reason: str) -> NoReturn:
+    raise Unsupported(reason)
+
+
+@dataclass
+class Budget:
+    """Limits that keep translation short: unrolled loops, inlining depth."""
+
+    instructions: int = 200_000
+    loop_iterations: int = 1_000
+    inline_depth: int = 24
+    graph_values: int = 20_000
+    used_instructions: int = 0
+    used_iterations: int = 0

@@ -1,0 +1,354 @@
+"""NumPy operations on fake arrays: each one decides its result by asking NumPy
+(infer.py) and adds IR nodes. Callers pass Vars; results are Vars.
+
+Every elementwise node gets its arguments already cast to the loop dtype NumPy picks
+(astype nodes, or constants made in that dtype), so backends never promote.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .. import ir
+from .arrays import ArrayVar, fresh
+from .builder import Context
+from .errors import graph_break
+from .infer import (
+    ask,
+    broadcast,
+    dtype_name,
+    example,
+    normalize_axes,
+    reduced_shape,
+    result_of,
+    shape_of,
+    ufunc_loop,
+)
+from .variables import PyVar, Var
+
+# The op table's elementwise ops, by the NumPy ufunc object (aliases such as np.divide,
+# np.abs, np.mod are the same objects as true_divide, absolute, remainder).
+ELEMENTWISE = (
+    "add",
+    "subtract",
+    "multiply",
+    "true_divide",
+    "floor_divide",
+    "remainder",
+    "negative",
+    "absolute",
+    "minimum",
+    "maximum",
+    "power",
+    "square",
+    "reciprocal",
+    "sqrt",
+    "exp",
+    "expm1",
+    "exp2",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sinh",
+    "cosh",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "arctan2",
+    "hypot",
+    "floor",
+    "ceil",
+    "trunc",
+    "rint",
+    "sign",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "invert",
+    "left_shift",
+    "right_shift",
+)
+UFUNC_OPS: dict[np.ufunc, str] = {getattr(np, n): n for n in ELEMENTWISE}
+# Every op-table op the translator emits (clip and where have NumPy functions, not ufuncs);
+# a test checks these against the C++ op table (include/dynexpr/ops/).
+OP_TABLE_OPS = ELEMENTWISE + ("clip", "where")
+REDUCTION_FNS = {
+    "sum": np.sum,
+    "prod": np.prod,
+    "min": np.min,
+    "max": np.max,
+    "mean": np.mean,
+    "any": np.any,
+    "all": np.all,
+    "var": np.var,
+    "std": np.std,
+    "argmin": np.argmin,
+    "argmax": np.argmax,
+}
+_NUMERIC = (bool, int, float, complex)
+
+
+def const_value(v: Var, what: str) -> Any:
+    if isinstance(v, PyVar):
+        return v.value
+    graph_break(f"{what} must be known while capturing, but it is a {v.describe()}")
+
+
+def is_numeric_const(v: Var) -> bool:
+    return isinstance(v, PyVar) and (type(v.value) in _NUMERIC or isinstance(v.value, np.generic))
+
+
+def operand(ctx: Context, v: Var, dtype: str) -> ir.Value:
+    """v as an IR value of `dtype` (the loop's input dtype)."""
+    if isinstance(v, ArrayVar):
+        return ctx.graph.cast(v.value, dtype)
+    if is_numeric_const(v):
+        x = v.value
+        weak = type(x).__name__ if type(x) in (int, float) else None
+        return ctx.graph.const(x.item() if isinstance(x, np.generic) else x, dtype, weak)
+    graph_break(
+        f"NumPy would turn a {v.describe()} into an array here; dynexpr does not "
+        "capture arrays built from Python data (build it outside, pass it in)"
+    )
+
+
+def fold(fn: Any, *args: Any, **kw: Any) -> Var:
+    """All operands known: compute the real result now (it must not be an array)."""
+    r = ask(fn, *args, **kw)
+    if isinstance(r, np.ndarray):
+        graph_break(
+            f"{getattr(fn, '__name__', fn)} builds an array from constants; "
+            "dynexpr does not capture array literals"
+        )
+    return PyVar(r)
+
+
+# --- elementwise -----------------------------------------------------------------------
+
+
+def ufunc(ctx: Context, uf: np.ufunc, operands: list[Var]) -> Var:
+    name = UFUNC_OPS.get(uf)
+    if name is None:
+        graph_break(f"np.{uf.__name__} is not in dynexpr's op table")
+    if len(operands) != uf.nin:
+        graph_break(f"np.{uf.__name__} takes {uf.nin} operands here, got {len(operands)}")
+    if all(isinstance(v, PyVar) for v in operands):
+        return fold(uf, *[v.value for v in operands])
+    for v in operands:
+        if not isinstance(v, ArrayVar) and not is_numeric_const(v):
+            operand(ctx, v, "float64")  # breaks with the reason
+    dtype, kind = result_of(ask(uf, *[example(v) for v in operands]))
+    shape = broadcast(*[shape_of(v) for v in operands])
+    loop = ufunc_loop(uf, operands)
+    args = tuple(operand(ctx, v, loop[i]) for i, v in enumerate(operands))
+    return fresh(ctx.graph, ctx.graph.node(name, args, dtype, shape), kind)
+
+
+def fast_power(base: Var, exp: Var) -> np.ufunc | None:
+    """NumPy's ndarray.__pow__ calls square/reciprocal/sqrt for a float array and an exact
+    Python 2, -1 or 0.5 (its fast_scalar_power); the results differ from np.power in
+    corner cases (sqrt(-inf) is nan, power(-inf, 0.5) is inf), so we do the same."""
+    if not (
+        isinstance(base, ArrayVar)
+        and not base.is_scalar
+        and isinstance(exp, PyVar)
+        and type(exp.value) in (int, float)
+        and np.dtype(base.dtype).kind == "f"
+    ):
+        return None
+    return {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get(
+        (type(exp.value), exp.value)
+    )
+
+
+def power(ctx: Context, base: Var, exp: Var) -> Var:
+    fast = fast_power(base, exp)
+    return ufunc(ctx, fast, [base]) if fast else ufunc(ctx, np.power, [base, exp])
+
+
+def where(ctx: Context, cond: Var, a: Var, b: Var) -> Var:
+    ops = [cond, a, b]
+    for v in ops:
+        if not isinstance(v, ArrayVar) and not is_numeric_const(v):
+            operand(ctx, v, "float64")
+    dtype, kind = result_of(ask(np.where, *[example(v) for v in ops]))
+    shape = broadcast(*[shape_of(v) for v in ops])
+    args = (operand(ctx, cond, "bool"), operand(ctx, a, dtype), operand(ctx, b, dtype))
+    return fresh(ctx.graph, ctx.graph.node("where", args, dtype, shape), kind)
+
+
+def clip(ctx: Context, x: Var, lo: Var, hi: Var) -> Var:
+    none_lo = isinstance(lo, PyVar) and lo.value is None
+    none_hi = isinstance(hi, PyVar) and hi.value is None
+    if none_lo and none_hi:
+        return copy(ctx, x) if isinstance(x, ArrayVar) else x
+    if none_lo:
+        return ufunc(ctx, np.minimum, [x, hi])
+    if none_hi:
+        return ufunc(ctx, np.maximum, [x, lo])
+    ops = [x, lo, hi]
+    if all(isinstance(v, PyVar) for v in ops):
+        return fold(np.clip, *[v.value for v in ops])
+    dtype, kind = result_of(ask(np.clip, *[example(v) for v in ops]))
+    shape = broadcast(*[shape_of(v) for v in ops])
+    args = tuple(operand(ctx, v, dtype) for v in ops)
+    return fresh(ctx.graph, ctx.graph.node("clip", args, dtype, shape), kind)
+
+
+# --- reductions ------------------------------------------------------------------------
+
+
+def reduce(
+    ctx: Context,
+    name: str,
+    x: Var,
+    axis: Any = None,
+    keepdims: bool = False,
+    dtype: Any = None,
+    ddof: Any = 0,
+) -> Var:
+    fn = REDUCTION_FNS[name]
+    kw: dict[str, Any] = {"axis": axis, "keepdims": keepdims}
+    if name in ("var", "std"):
+        kw["ddof"] = ddof
+    if isinstance(x, PyVar):
+        return fold(fn, x.value, **kw)
+    if not isinstance(x, ArrayVar):
+        graph_break(f"np.{name} of a {x.describe()} (NumPy would build an array) is not supported")
+    if dtype is not None:
+        if name in ("argmin", "argmax", "any", "all"):
+            graph_break(f"np.{name} with dtype= is not supported")
+        x = astype(ctx, x, dtype)
+    out_dtype, kind = result_of(ask(fn, example(x), **kw))
+    if (
+        name in ("argmin", "argmax")
+        and axis is not None
+        and not isinstance(axis, (int, np.integer))
+    ):
+        graph_break(f"np.{name} takes an int axis; got {axis!r}")
+    axes = normalize_axes(axis, x.ndim)
+    axes = None if axes is None else tuple(sorted(axes))
+    shape = reduced_shape(x.shape, axes, keepdims)
+    if name in ("argmin", "argmax"):
+        attrs = {"axis": None if axes is None else axes[0], "keepdims": bool(keepdims)}
+    else:
+        attrs = {"axes": axes, "keepdims": bool(keepdims)}
+        if name in ("var", "std"):
+            attrs["ddof"] = ddof.item() if isinstance(ddof, np.generic) else ddof
+    node = ctx.graph.node(name, (x.value,), out_dtype, shape, **attrs)
+    return fresh(ctx.graph, node, kind)
+
+
+# --- dtype, copies, creation -------------------------------------------------------------
+
+
+def as_dtype(spec: Any) -> str:
+    return dtype_name(ask(np.dtype, spec))
+
+
+def astype(ctx: Context, x: Var, dtype: Any, copy_: bool = True) -> Var:
+    if isinstance(x, PyVar):
+        return fold(lambda v: np.asarray(v).astype(dtype)[()], x.value)
+    dt = as_dtype(dtype)
+    if dt == x.dtype and not copy_:
+        return x
+    value = ctx.graph.copy(x.value) if dt == x.dtype else ctx.graph.cast(x.value, dt)
+    return fresh(ctx.graph, value, x.kind)
+
+
+def copy(ctx: Context, x: Var, kind: str = "ndarray") -> Var:
+    if not isinstance(x, ArrayVar):
+        graph_break(f"copying a {x.describe()} into an array is not supported")
+    return fresh(ctx.graph, ctx.graph.copy(x.value), kind)
+
+
+def full(ctx: Context, shape: Any, fill: Any, dtype: Any, kind: str = "ndarray") -> Var:
+    if isinstance(fill, np.ndarray):
+        graph_break("fill values that are arrays are not supported")
+    sample = ask(np.full, (), fill, dtype)  # NumPy converts the fill value (unsafe cast)
+    dt = dtype_name(sample.dtype)
+    shape = tuple(ask(lambda s: np.empty(s, np.dtype([])).shape, shape))
+    value = sample.item()
+    node = ctx.graph.node("full", (), dt, shape, value=value, dtype=dt, shape=shape)
+    return fresh(ctx.graph, node, kind)
+
+
+# --- matmul ---------------------------------------------------------------------------
+
+
+def matmul(ctx: Context, a: Var, b: Var) -> Var:
+    if (
+        not (isinstance(a, ArrayVar) and isinstance(b, ArrayVar))
+        or a.is_scalar
+        or b.is_scalar
+        or a.ndim == 0
+        or b.ndim == 0
+    ):
+        graph_break(
+            "matmul of scalars (NumPy raises ValueError) or of Python data is not supported"
+        )
+    if a.ndim > 2 or b.ndim > 2:
+        graph_break("batched matmul (operands with more than 2 dims) is not supported yet")
+    k_a = a.shape[-1]
+    k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if k_a != k_b:
+        graph_break(
+            f"matmul: core dimensions {a.shape} @ {b.shape} mismatch (NumPy raises ValueError)"
+        )
+    ex_a = np.ones((1,) * a.ndim, a.dtype)
+    ex_b = np.ones((1,) * b.ndim, b.dtype)
+    dtype, kind = result_of(ask(np.matmul, ex_a, ex_b))
+    loop = ufunc_loop(np.matmul, [a, b])
+    g = ctx.graph
+    # The IR's matmul is always 2-D @ 2-D; 1-D operands are NumPy's promoted rows/columns.
+    va = g.cast(a.value, loop[0])
+    vb = g.cast(b.value, loop[1])
+    if a.ndim == 1:
+        va = g.node("reshape", (va,), va.dtype, (1, k_a), shape=(1, k_a))
+    if b.ndim == 1:
+        vb = g.node("reshape", (vb,), vb.dtype, (k_b, 1), shape=(k_b, 1))
+    n, m = va.shape[0], vb.shape[1]
+    out = g.node("matmul", (va, vb), dtype, (n, m))
+    final = tuple(([n] if a.ndim == 2 else []) + ([m] if b.ndim == 2 else []))
+    if final != (n, m):
+        out = g.node("reshape", (out,), dtype, final, shape=final)
+    return fresh(g, out, kind)
+
+
+def dot(ctx: Context, a: Var, b: Var) -> Var:
+    if isinstance(a, PyVar) or isinstance(b, PyVar) or a.ndim == 0 or b.ndim == 0:
+        return ufunc(ctx, np.multiply, [a, b])
+    if a.ndim > 2 or b.ndim > 2:
+        graph_break("np.dot of arrays with more than 2 dims is not supported")
+    return matmul(ctx, a, b)
+
+
+def positive(ctx: Context, x: Var) -> Var:
+    if isinstance(x, PyVar):
+        return fold(operator.pos, x.value)
+    result_of(ask(np.positive, example(x)))  # NumPy refuses +bool
+    return copy(ctx, x, x.kind)

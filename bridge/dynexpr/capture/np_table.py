@@ -1,0 +1,456 @@
+"""Which NumPy functions and ndarray methods the translator captures, and what each
+becomes (np_ops.py, np_views.py); arguments bind as np_args.py says."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import np_ops, np_views
+from .arrays import ArrayVar
+from .errors import graph_break
+from .np_args import NOVALUE, REQUIRED, bind, const_arg, entry
+from .operators import const_of
+from .variables import PyVar, TupleVar, Var
+
+# --- reductions --------------------------------------------------------------------------
+
+_RED_PARAMS = {
+    "sum": ("axis", "dtype", "out", "keepdims", "initial", "where"),
+    "mean": ("axis", "dtype", "out", "keepdims", "where"),
+    "max": ("axis", "out", "keepdims", "initial", "where"),
+    "any": ("axis", "out", "keepdims", "where"),
+    "var": ("axis", "dtype", "out", "ddof", "keepdims", "where", "mean", "correction"),
+    "argmax": ("axis", "out", "keepdims"),
+}
+_RED_PARAMS.update(
+    prod=_RED_PARAMS["sum"],
+    min=_RED_PARAMS["max"],
+    all=_RED_PARAMS["any"],
+    std=_RED_PARAMS["var"],
+    argmin=_RED_PARAMS["argmax"],
+)
+_RED_DEFAULTS = {
+    "axis": None,
+    "dtype": None,
+    "keepdims": False,
+    "ddof": 0,
+    "out": None,
+    "where": True,
+    "initial": NOVALUE,
+    "mean": NOVALUE,
+    "correction": NOVALUE,
+}
+
+
+def _reduction(name: str) -> tuple[Callable, Callable]:
+    spec = tuple((p, _RED_DEFAULTS[p]) for p in _RED_PARAMS[name])
+
+    def body(ctx, x: Var, d: dict) -> Var:
+        return np_ops.reduce(
+            ctx,
+            name,
+            x,
+            axis=const_arg(d, "axis"),
+            keepdims=bool(const_arg(d, "keepdims")),
+            dtype=const_arg(d, "dtype") if "dtype" in d else None,
+            ddof=const_arg(d, "ddof") if "ddof" in d else 0,
+        )
+
+    return entry(name, spec, body)
+
+
+# --- elementwise ---------------------------------------------------------------------------
+
+
+def _ufunc_handler(uf: np.ufunc) -> Callable:
+    spec = tuple((f"x{i}", REQUIRED) for i in range(uf.nin)) + (
+        ("out_", None),  # bound by hand below: out= may be an array
+        ("where", True),
+        ("casting", "same_kind"),
+        ("order", "K"),
+        ("dtype", None),
+        ("subok", True),
+        ("signature", None),
+    )
+
+    def handler(tx, args: list, kwargs: dict) -> Var:
+        kwargs = dict(kwargs)
+        out = kwargs.pop("out", args[uf.nin] if len(args) > uf.nin else PyVar(None))
+        args = args[: uf.nin] + args[uf.nin + 1 :]
+        d = bind(f"np.{uf.__name__}", args, kwargs, spec)
+        if const_arg(d, "dtype") is not None or const_arg(d, "signature") is not None:
+            graph_break(f"np.{uf.__name__} with dtype=/signature= is not supported by dynexpr")
+        operands = [d[f"x{i}"] for i in range(uf.nin)]
+        if isinstance(out, TupleVar) and len(out.items) == 1:
+            out = out.items[0]
+        if isinstance(out, ArrayVar) and uf is not np.matmul:
+            return np_views.ufunc_into(tx.ctx, uf, operands, out)
+        if not (isinstance(out, PyVar) and out.value is None):
+            graph_break(f"np.{uf.__name__}(..., out={out.describe()}) is not supported")
+        if uf is np.positive:
+            return np_ops.positive(tx.ctx, operands[0])
+        if uf is np.matmul:
+            return np_ops.matmul(tx.ctx, *operands)
+        return np_ops.ufunc(tx.ctx, uf, operands)
+
+    return handler
+
+
+def _where(tx, args, kwargs):
+    if len(args) + len(kwargs) == 1:
+        graph_break("np.where(condition) with one argument (nonzero) is not supported")
+    d = bind("np.where", args, kwargs, (("condition", REQUIRED), ("x", REQUIRED), ("y", REQUIRED)))
+    return np_ops.where(tx.ctx, d["condition"], d["x"], d["y"])
+
+
+def _unset(v: Var) -> bool:
+    return isinstance(v, PyVar) and v.value is NOVALUE
+
+
+def _clip_body(ctx, x, d):
+    lo = d["min"] if _unset(d["a_min"]) else d["a_min"]
+    hi = d["max"] if _unset(d["a_max"]) else d["a_max"]
+    none = PyVar(None)
+    return np_ops.clip(ctx, x, none if _unset(lo) else lo, none if _unset(hi) else hi)
+
+
+def _round_body(ctx, x, d):
+    if const_arg(d, "decimals") != 0:
+        graph_break("np.round with decimals != 0 is not supported by dynexpr")
+    if isinstance(x, PyVar):
+        return np_ops.fold(np.round, x.value)
+    if np.dtype(x.dtype).kind == "f":
+        return np_ops.ufunc(ctx, np.rint, [x])
+    return np_ops.copy(ctx, x, x.kind)
+
+
+# --- shapes, views, copies -------------------------------------------------------------------
+
+
+def _varargs_shape(args: list) -> Any:
+    """`x.reshape(2, 3)` and `x.reshape((2, 3))` alike."""
+    if len(args) == 1:
+        return const_of(args[0], "a shape")
+    return tuple(const_of(a, "a shape") for a in args)
+
+
+def _reshape_method(tx, x, args, kwargs):
+    kwargs = dict(kwargs)
+    shape = const_of(kwargs.pop("shape"), "shape=") if "shape" in kwargs else _varargs_shape(args)
+    d = bind("ndarray.reshape", [], kwargs, (("order", "C"), ("copy", None)))
+    _check_reshape(d)
+    return np_views.reshape(tx.ctx, x, shape)
+
+
+def _check_reshape(d: dict) -> None:
+    if const_arg(d, "order") not in ("C", None):
+        graph_break("reshape with order other than 'C' is not supported by dynexpr")
+    if const_arg(d, "copy") is not None:
+        graph_break("reshape(copy=...) is not supported by dynexpr")
+
+
+def _np_reshape(tx, args, kwargs):
+    d = bind(
+        "np.reshape",
+        args,
+        kwargs,
+        (("a", REQUIRED), ("shape", None), ("order", "C"), ("newshape", None), ("copy", None)),
+    )
+    _check_reshape(d)
+    shape = const_arg(d, "shape") if const_arg(d, "shape") is not None else const_arg(d, "newshape")
+    return np_views.reshape(tx.ctx, d["a"], shape)
+
+
+def _transpose_method(tx, x, args, kwargs):
+    if kwargs:
+        graph_break("ndarray.transpose takes no keyword arguments (TypeError)")
+    return np_views.transpose(tx.ctx, x, _varargs_shape(args) if args else None)
+
+
+def _like(fill: Any) -> Callable:
+    def body(ctx, x, d):
+        shape, dtype = const_arg(d, "shape"), const_arg(d, "dtype")
+        value = fill if fill is not None else const_arg(d, "fill_value")
+        if isinstance(x, ArrayVar):
+            proto_shape, proto_dtype = x.shape, x.dtype
+        else:
+            proto = np.asarray(const_of(x, "the prototype"))
+            proto_shape, proto_dtype = proto.shape, proto.dtype
+        return np_ops.full(
+            ctx,
+            proto_shape if shape is None else shape,
+            value,
+            proto_dtype if dtype is None else dtype,
+        )
+
+    return body
+
+
+def _creator(fill: Any) -> Callable:
+    spec = (
+        (("shape", REQUIRED),)
+        + ((("fill_value", REQUIRED),) if fill is None else ())
+        + (
+            ("dtype", None if fill is None else float),
+            ("order", "C"),
+            ("like", None),
+            ("device", None),
+        )
+    )
+
+    def handler(tx, args, kwargs):
+        d = bind("np.full" if fill is None else "np.zeros", args, kwargs, spec)
+        value = const_arg(d, "fill_value") if fill is None else fill
+        return np_ops.full(tx.ctx, const_arg(d, "shape"), value, const_arg(d, "dtype"))
+
+    return handler
+
+
+def _asarray(copy_default: Any) -> Callable:
+    spec = (
+        ("a", REQUIRED),
+        ("dtype", None),
+        ("order", None),
+        ("copy", copy_default),
+        ("ndmin", 0),
+        ("subok", False),
+        ("like", None),
+        ("device", None),
+    )
+
+    def handler(tx, args, kwargs):
+        d = bind("np.asarray", args, kwargs, spec)
+        x, dtype, copy_ = d["a"], const_arg(d, "dtype"), const_arg(d, "copy")
+        if isinstance(x, ArrayVar):
+            if dtype is not None:
+                return np_ops.astype(tx.ctx, x, dtype, copy_=copy_ is True)
+            return np_ops.copy(tx.ctx, x) if (x.is_scalar or copy_) else x
+        if np_ops.is_numeric_const(x):
+            return np_ops.full(tx.ctx, (), x.value, dtype)
+        graph_break(
+            "np.asarray/np.array of Python data (lists, nested sequences) is not "
+            "captured; build the array outside the function and pass it in"
+        )
+
+    return handler
+
+
+def _scalar_type(t: type) -> Callable:
+    def handler(tx, args, kwargs):
+        if kwargs or len(args) != 1 or not isinstance(args[0], ArrayVar):
+            return np_ops.fold(
+                t,
+                *[const_of(a, "an argument") for a in args],
+                **{k: const_of(v, k) for k, v in kwargs.items()},
+            )
+        x = args[0]
+        out = np_ops.astype(tx.ctx, x, t)
+        out.kind = "scalar" if x.ndim == 0 else "ndarray"  # np.float32(0-d array) is a scalar
+        return out
+
+    return handler
+
+
+def _fold_all(fn: Callable) -> Callable:
+    def handler(tx, args, kwargs):
+        vals = [
+            np.dtype(a.dtype) if isinstance(a, ArrayVar) else const_of(a, "an argument")
+            for a in args
+        ]
+        return np_ops.fold(fn, *vals, **{k: const_of(v, k) for k, v in kwargs.items()})
+
+    return handler
+
+
+def _isscalar(tx, args, kwargs):
+    (x,) = args
+    if isinstance(x, ArrayVar):
+        return PyVar(x.is_scalar)
+    return np_ops.fold(np.isscalar, const_of(x, "an argument"))
+
+
+def _facts(fact: Callable) -> Callable:
+    def handler(tx, args, kwargs):
+        x = args[0] if args else kwargs.get("a")
+        if isinstance(x, ArrayVar):
+            return PyVar(fact(np.empty(x.shape, np.dtype([]))))
+        return np_ops.fold(fact, const_of(x, "an argument"))
+
+    return handler
+
+
+class QuietErrors:
+    """What `np.errstate(...)` is inside captured code: compiled kernels never warn, so
+    ignoring or warning about floating-point errors changes nothing; 'raise' would."""
+
+
+def errstate_exit(tx, args, kwargs):
+    return PyVar(None)
+
+
+def _errstate(tx, args, kwargs):
+    settings = {k: const_of(v, f"np.errstate's {k}=") for k, v in kwargs.items()}
+    if args or "call" in settings or any(v in ("raise", "call") for v in settings.values()):
+        graph_break(
+            "np.errstate(...='raise'/'call') makes NumPy react to the data; dynexpr "
+            "cannot capture it"
+        )
+    return PyVar(QuietErrors())
+
+
+def _dot_body(ctx, x, d):
+    return np_ops.dot(ctx, x, d["b"])
+
+
+def _fill_body(ctx, x, d):
+    np_views.setitem(ctx, x, Ellipsis, d["value"])
+    return PyVar(None)
+
+
+_LIKE_SPEC = (("dtype", None), ("order", "K"), ("subok", True), ("shape", None), ("device", None))
+_SHARED = {  # name: (spec, body) — both np.<name>(a, ...) and a.<name>(...)
+    "clip": (
+        (
+            ("a_min", NOVALUE),
+            ("a_max", NOVALUE),
+            ("out", None),
+            ("min", NOVALUE),
+            ("max", NOVALUE),
+        ),
+        _clip_body,
+    ),
+    "round": ((("decimals", 0), ("out", None)), _round_body),
+    "swapaxes": (
+        (("axis1", REQUIRED), ("axis2", REQUIRED)),
+        lambda c, x, d: np_views.swapaxes(c, x, const_arg(d, "axis1"), const_arg(d, "axis2")),
+    ),
+    "squeeze": ((("axis", None),), lambda c, x, d: np_views.squeeze(c, x, const_arg(d, "axis"))),
+    "ravel": ((("order", "C"),), lambda c, x, d: np_views.reshape(c, x, -1)),
+    "dot": ((("b", REQUIRED), ("out", None)), _dot_body),
+}
+_METHOD_ONLY = {
+    "astype": (
+        (
+            ("dtype", REQUIRED),
+            ("order", "K"),
+            ("casting", "unsafe"),
+            ("subok", True),
+            ("copy", True),
+        ),
+        lambda c, x, d: np_ops.astype(c, x, const_arg(d, "dtype"), bool(const_arg(d, "copy"))),
+    ),
+    "flatten": ((("order", "C"),), lambda c, x, d: np_ops.copy(c, np_views.reshape(c, x, -1))),
+    "copy": ((("order", "C"),), lambda c, x, d: np_ops.copy(c, x, x.kind)),
+    "fill": ((("value", REQUIRED),), _fill_body),
+}
+_FUNCTION_ONLY = {
+    "transpose": (
+        (("axes", None),),
+        lambda c, x, d: np_views.transpose(c, x, const_arg(d, "axes")),
+    ),
+    "expand_dims": (
+        (("axis", REQUIRED),),
+        lambda c, x, d: np_views.expand_dims(c, x, const_arg(d, "axis")),
+    ),
+    "broadcast_to": (
+        (("shape", REQUIRED), ("subok", False)),
+        lambda c, x, d: np_views.broadcast_to(c, x, const_arg(d, "shape")),
+    ),
+    "copy": ((("order", "K"), ("subok", False)), lambda c, x, d: np_ops.copy(c, x)),
+    "zeros_like": (_LIKE_SPEC, _like(0)),
+    "ones_like": (_LIKE_SPEC, _like(1)),
+    "empty_like": (_LIKE_SPEC, _like(0)),
+    "full_like": ((("fill_value", REQUIRED),) + _LIKE_SPEC, _like(None)),
+}
+
+
+def _tables() -> tuple[dict, dict]:
+    functions: dict[Any, Callable] = {}
+    methods: dict[str, Callable] = {"reshape": _reshape_method, "transpose": _transpose_method}
+    for name in _RED_PARAMS:
+        functions[getattr(np, name)], methods[name] = _reduction(name)
+    functions[np.amax], functions[np.amin] = _reduction("max")[0], _reduction("min")[0]
+    for name, (spec, body) in _SHARED.items():
+        functions[getattr(np, name)], methods[name] = entry(name, spec, body)
+    functions[np.around] = functions[np.round]
+    for name, (spec, body) in _METHOD_ONLY.items():
+        methods[name] = entry(name, spec, body)[1]
+    for name, (spec, body) in _FUNCTION_ONLY.items():
+        functions[getattr(np, name)] = entry(name, spec, body)[0]
+    functions.update(
+        {
+            np.where: _where,
+            np.reshape: _np_reshape,
+            np.errstate: _errstate,
+            errstate_exit: errstate_exit,
+            np.asarray: _asarray(None),
+            np.array: _asarray(True),
+            np.zeros: _creator(0),
+            np.ones: _creator(1),
+            np.empty: _creator(0),
+            np.full: _creator(None),
+            np.shape: _facts(np.shape),
+            np.ndim: _facts(np.ndim),
+            np.size: _facts(np.size),
+        }
+    )
+    functions[np.isscalar] = _isscalar
+    for fn in (
+        np.result_type,
+        np.promote_types,
+        np.dtype,
+        np.finfo,
+        np.iinfo,
+        np.can_cast,
+        np.issubdtype,
+    ):
+        functions[fn] = _fold_all(fn)
+    for st in (np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_):
+        functions[st] = _scalar_type(st)
+    return functions, methods
+
+
+FUNCTIONS, ARRAY_METHODS = _tables()
+# Methods that hand the data to Python: a graph break with a reason that says so.
+DATA_METHODS = (
+    "item",
+    "tolist",
+    "tobytes",
+    "nonzero",
+    "sort",
+    "argsort",
+    "cumsum",
+    "cumprod",
+    "__bool__",
+    "__float__",
+    "__int__",
+    "__index__",
+)
+
+
+def function_handler(value: Any) -> Callable | None:
+    try:
+        h = FUNCTIONS.get(value)
+    except TypeError:  # unhashable
+        return None
+    if h is None and isinstance(value, np.ufunc):
+        return _ufunc_handler(value)
+    return h
+
+
+def call_method(tx, self_var: Var, name: str, args: list, kwargs: dict) -> Var:
+    if isinstance(self_var, ArrayVar):
+        if name in DATA_METHODS:
+            graph_break(
+                f"ndarray.{name}() hands the array's data to Python; dynexpr cannot capture it"
+            )
+        handler = ARRAY_METHODS.get(name)
+        if handler is None:
+            graph_break(f"ndarray.{name} is not supported by dynexpr")
+        return handler(tx, self_var, list(args), dict(kwargs))
+    from .pybuiltins import container_method
+
+    return container_method(tx, self_var, name, args, kwargs)

@@ -1,0 +1,195 @@
+"""NumPy views, basic indexing and writes on fake arrays (Note [arrays as storages and
+view paths] in arrays.py): what is a view is a view path; writes go through
+ArrayVar.write with NumPy's casting and broadcasting already applied."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .arrays import ArrayVar, apply_step, fresh
+from .builder import Context
+from .errors import graph_break
+from .infer import (
+    ask,
+    broadcast,
+    example,
+    index_result,
+    normalize_axes,
+    normalize_index,
+    shape_of,
+    stand_in,
+    ufunc_loop,
+)
+from .np_ops import UFUNC_OPS, full, is_numeric_const, operand
+from .variables import PyVar, Var
+
+
+def make_view(ctx: Context, x: ArrayVar, op: str, out_shape: tuple, **attrs: Any) -> ArrayVar:
+    if x.is_scalar:  # a view of a NumPy scalar is a new array: the scalar stays immutable
+        view = x.view(op, out_shape, **attrs)
+        return fresh(ctx.graph, apply_step(ctx.graph, view.path[-1], x.value))
+    return x.view(op, out_shape, **attrs)
+
+
+def _need_array(x: Var, what: str) -> ArrayVar:
+    if not isinstance(x, ArrayVar):
+        graph_break(f"{what} of a {x.describe()} is not supported")
+    return x
+
+
+def reshape(ctx: Context, x: Var, newshape: Any) -> Var:
+    x = _need_array(x, "reshape")
+    shape = tuple(ask(lambda: stand_in(x.shape).reshape(newshape)).shape)
+    if shape == x.shape:
+        return make_view(ctx, x, "reshape", shape, shape=shape)
+    squeezed = [d for d in x.shape if d != 1] == [d for d in shape if d != 1]
+    if x.c_contig or squeezed or x.is_scalar:
+        return make_view(ctx, x, "reshape", shape, shape=shape)
+    # Note [arrays as storages and view paths]: NumPy copies or not by layout here.
+    reason = (
+        "an array reshaped from a non-contiguous one is written to; NumPy makes a copy "
+        "or a view depending on memory layout, which dynexpr does not track"
+    )
+    x.storage.freeze(reason)
+    out = fresh(ctx.graph, ctx.graph.node("reshape", (x.value,), x.dtype, shape, shape=shape))
+    out.storage.freeze(reason)
+    return out
+
+
+def transpose(ctx: Context, x: Var, axes: Any = None) -> Var:
+    x = _need_array(x, "transpose")
+    r = ask(np.transpose, stand_in(x.shape), axes)
+    perm = (
+        tuple(range(x.ndim))[::-1]
+        if axes is None
+        else tuple(int(a) % x.ndim for a in (axes if isinstance(axes, (tuple, list)) else [axes]))
+    )
+    return make_view(ctx, x, "transpose", tuple(r.shape), axes=perm)
+
+
+def swapaxes(ctx: Context, x: Var, a: int, b: int) -> Var:
+    x = _need_array(x, "swapaxes")
+    ask(np.swapaxes, stand_in(x.shape), a, b)
+    perm = list(range(x.ndim))
+    a, b = a % x.ndim, b % x.ndim
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(ctx, x, tuple(perm))
+
+
+def expand_dims(ctx: Context, x: Var, axis: Any) -> Var:
+    x = _need_array(x, "expand_dims")
+    r = ask(np.expand_dims, stand_in(x.shape), axis)
+    axes = normalize_axes(axis, r.ndim)
+    return make_view(ctx, x, "expand_dims", tuple(r.shape), axis=tuple(sorted(axes)))
+
+
+def squeeze(ctx: Context, x: Var, axis: Any = None) -> Var:
+    x = _need_array(x, "squeeze")
+    r = ask(np.squeeze, stand_in(x.shape), axis)
+    axes = (
+        tuple(i for i, d in enumerate(x.shape) if d == 1)
+        if axis is None
+        else tuple(sorted(normalize_axes(axis, x.ndim)))
+    )
+    return make_view(ctx, x, "squeeze", tuple(r.shape), axis=axes)
+
+
+def broadcast_to(ctx: Context, x: Var, shape: Any) -> Var:
+    if isinstance(x, PyVar):  # a read-only array of one value: a splat, never written
+        out = full(ctx, tuple(ask(np.broadcast_to, x.value, shape).shape), x.value, None)
+        out.storage.writeable = False
+        return out
+    x = _need_array(x, "broadcast_to")
+    r = ask(np.broadcast_to, stand_in(x.shape), shape)
+    return make_view(ctx, x, "broadcast_to", tuple(r.shape), shape=tuple(r.shape))
+
+
+def getitem(ctx: Context, x: ArrayVar, key: Any) -> Var:
+    if x.is_scalar:
+        graph_break("indexing a NumPy scalar is not supported")
+    shape, kind = index_result(x.shape, key)
+    index = normalize_index(x.shape, key)
+    if kind == "scalar":  # x[i, j] on all dims: NumPy returns a copy, a scalar
+        node = ctx.graph.node("getitem", (x.value,), x.dtype, shape, index=index)
+        return fresh(ctx.graph, node, "scalar")
+    return x.view("getitem", shape, index=index)
+
+
+def setitem(ctx: Context, x: ArrayVar, key: Any, value: Var) -> None:
+    """x[key] = value, with NumPy's casting (unsafe for arrays, checked for Python
+    scalars) and broadcasting of value into the region."""
+    if x.is_scalar:
+        graph_break("NumPy scalars do not support item assignment (TypeError)")
+    region, _ = index_result(x.shape, key)
+    index = normalize_index(x.shape, key)
+    if isinstance(value, ArrayVar):
+        if _is_region_itself(x, index, value):
+            return  # `x[i] += y` stores the view back into itself: nothing to do
+        vshape = value.shape
+        while len(vshape) > len(region) and vshape[0] == 1:  # NumPy drops leading 1s
+            vshape = vshape[1:]
+        if broadcast(vshape, region) != region:
+            graph_break(
+                f"could not broadcast input array from shape {value.shape} into shape "
+                f"{region} (NumPy raises ValueError)"
+            )
+        v = ctx.graph.cast(value.value, x.dtype)
+        if vshape != value.shape:
+            v = ctx.graph.node("reshape", (v,), v.dtype, vshape, shape=vshape)
+        if vshape != region:
+            v = ctx.graph.node("broadcast_to", (v,), v.dtype, region, shape=region)
+    elif is_numeric_const(value):
+        sample = np.empty((), x.dtype)
+        ask(operator.setitem, sample, (), value.value)  # NumPy's checks (NaN to int, overflow)
+        value = sample.item()
+        v = (
+            ctx.graph.const(value, x.dtype)
+            if region == ()
+            else ctx.graph.node(
+                "full", (), x.dtype, region, value=value, dtype=x.dtype, shape=region
+            )
+        )
+    else:
+        graph_break(f"assigning a {value.describe()} into an array is not supported")
+    x.write(index if index else None, v)
+
+
+def _is_region_itself(x: ArrayVar, index: tuple, value: ArrayVar) -> bool:
+    if value.storage is not x.storage or len(value.path) != len(x.path) + 1:
+        return False
+    if value.path[:-1] != x.path:
+        return False
+    last = value.path[-1]
+    return last.op == "getitem" and dict(last.attrs)["index"] == index
+
+
+def ufunc_into(ctx: Context, uf: np.ufunc, operands: list[Var], out: ArrayVar) -> ArrayVar:
+    """np.<uf>(*operands, out=out), also `x op= y`: NumPy's loop for out's dtype, the
+    result cast with same_kind casting, operands broadcast to out's shape (out itself
+    never broadcasts). Returns out, which now holds the result."""
+    name = UFUNC_OPS.get(uf)
+    if name is None:
+        graph_break(f"np.{uf.__name__} is not in dynexpr's op table")
+    if out.is_scalar:
+        graph_break("out= must be an array; a NumPy scalar cannot be written (TypeError)")
+    for v in operands:
+        if not isinstance(v, ArrayVar) and not is_numeric_const(v):
+            operand(ctx, v, out.dtype)  # breaks, naming what the operand is
+    loop = ufunc_loop(uf, operands, out_dtype=out.dtype)
+    ask(uf, *[example(v) for v in operands], out=example(out))  # NumPy's casting checks
+    shape = broadcast(*[shape_of(v) for v in operands])
+    if broadcast(shape, out.shape) != out.shape:
+        graph_break(
+            f"non-broadcastable output operand with shape {out.shape} doesn't match "
+            f"the broadcast shape {broadcast(shape, out.shape)} (NumPy raises ValueError)"
+        )
+    g = ctx.graph
+    args = tuple(operand(ctx, v, loop[i]) for i, v in enumerate(operands))
+    value = g.cast(g.node(name, args, loop[uf.nin], shape), out.dtype)
+    if shape != out.shape:
+        value = g.node("broadcast_to", (value,), out.dtype, out.shape, shape=out.shape)
+    out.write(None, value)
+    return out

@@ -1,0 +1,116 @@
+"""Finishing a translation: the return value becomes a template the caller fills from
+the compiled outputs; the graph keeps only what the outputs and mutations need.
+
+Template nodes (tuples):
+    ("const", value)           a value known at capture time (lists/dicts copied per call)
+    ("src", source)            the object at `source` itself (an argument returned as is)
+    ("view", source, steps)    a NumPy view of the array at `source`: steps are (op, attrs)
+    ("out", k, kind, copy)     graph output k; kind "scalar" unwraps a 0-d result into a
+                               NumPy scalar; copy: a second, distinct object of that value
+    ("tuple"|"list", children) and ("dict", ((key, child), ...))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+from ..guards import Guard
+from .arrays import ArrayVar
+from .builder import Context
+from .errors import graph_break
+from .variables import DictVar, FunctionVar, ListVar, ObjectVar, PyVar, TupleVar, Var
+
+
+@dataclass
+class Translation:
+    graph: ir.Graph
+    guards: list[Guard]
+    input_sources: list[tuple]
+    template: tuple
+
+
+class _Outputs:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.values: list[ir.Value] = []
+        self._index: dict[int, int] = {}  # value id -> output index
+        self._owner: dict[int, int] = {}  # value id -> id of the Var that owns it
+        self._leaf: dict[int, tuple] = {}  # Var id -> leaf
+
+    def leaf(self, var: ArrayVar) -> tuple:
+        hit = self._leaf.get(id(var))
+        if hit is not None:
+            return hit
+        st = var.storage
+        if st.source is not None:  # the caller's array, or a view of it (after mutations)
+            leaf = (
+                ("src", st.source)
+                if not var.path
+                else ("view", st.source, tuple((s.op, s.attrs) for s in var.path))
+            )
+        else:
+            value = var.value
+            if value.op == "input" or value.op == "const" or value.op in ir.VIEWS:
+                value = self.ctx.graph.copy(value)  # every output is computed, never aliased
+            k = self._index.get(value.id)
+            if k is None:
+                k = self._index[value.id] = len(self.values)
+                self.values.append(value)
+                self._owner[value.id] = id(var)
+            leaf = ("out", k, var.kind, self._owner[value.id] != id(var))
+        self._leaf[id(var)] = leaf
+        return leaf
+
+
+def _template(out: _Outputs, v: Var) -> tuple:
+    if isinstance(v, ArrayVar):
+        return out.leaf(v)
+    if isinstance(v, PyVar):
+        return ("src", v.source) if v.source is not None else ("const", v.value)
+    if isinstance(v, TupleVar):
+        return ("tuple", tuple(_template(out, x) for x in v.items))
+    if isinstance(v, (ListVar, DictVar)) and v.source is not None:
+        return ("src", v.source)
+    if isinstance(v, ListVar):
+        return ("list", tuple(_template(out, x) for x in v.items))
+    if isinstance(v, DictVar):
+        return ("dict", tuple((k, _template(out, x)) for k, x in v.items.items()))
+    if isinstance(v, (ObjectVar, FunctionVar)) and v.source is not None:
+        return ("src", v.source)
+    graph_break(f"returning a {v.describe()} is not supported")
+
+
+def finalize(ctx: Context, ret: Var) -> Translation:
+    out = _Outputs(ctx)
+    template = _template(out, ret)
+    mutations = []
+    for var in ctx.array_vars():
+        st = var.storage
+        if st.written and st.current is not st.origin:
+            mutations.append((st.origin, st.current))
+    graph, sources = _rebuild(ctx, out.values, mutations)
+    return Translation(graph, ctx.guards, sources, template)
+
+
+def _rebuild(ctx: Context, outputs: list, mutations: list) -> tuple[ir.Graph, list]:
+    """The graph restricted to what outputs and mutations need, inputs renumbered in
+    order (an unused argument is not an input; a mutated one always is)."""
+    roots = list(outputs) + [v for _, v in mutations] + [o for o, _ in mutations]
+    order = ir.walk(roots)
+    inputs = sorted((v for v in order if v.op == "input"), key=lambda v: v.attr("index"))
+    rest = [v for v in order if v.op != "input"]
+    g = ir.Graph()
+    new: dict[int, ir.Value] = {}
+    old_sources = ctx.graph.input_sources
+    sources = []
+    for i, v in enumerate(inputs):
+        new[v.id] = g.add(ir.Value("input", (), v.dtype, v.shape, ir.make_attrs(index=i)))
+        sources.append(old_sources[v.attr("index")])
+    for v in rest:
+        new[v.id] = g.add(
+            ir.Value(v.op, tuple(new[a.id] for a in v.args), v.dtype, v.shape, v.attrs)
+        )
+    g.outputs = [new[v.id] for v in outputs]
+    g.mutations = [(new[o.id].attr("index"), new[v.id]) for o, v in mutations]
+    return g, sources

@@ -1,0 +1,185 @@
+"""The symbolic values on the translator's stack.
+
+A translation never touches the user's data. What it knows about a Python object is
+one of these:
+
+    PyVar          a known Python object (a constant for this cache entry: every fact
+                   that made it known is guarded)
+    ArrayVar       a fake ndarray or NumPy scalar: dtype and shape only (arrays.py)
+    TupleVar, ListVar, DictVar    containers built symbolically or holding arrays
+    ObjectVar      a user object; its attributes are read (and guarded) on demand
+    FunctionVar    a user function to inline; NestedFunctionVar one made by MAKE_FUNCTION
+    BoundMethodVar a method of a user object or of an array, bound to its self
+    IteratorVar    iteration over a finite, known sequence (loops are unrolled)
+    CellVar        a closure cell
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Var:
+    __slots__ = ()
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class _Null(Var):
+    """The NULL that LOAD_GLOBAL/LOAD_ATTR push below a callable."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
+
+
+class _Unbound:
+    def __repr__(self) -> str:
+        return "UNBOUND"
+
+
+UNBOUND = _Unbound()
+
+
+class PyVar(Var):
+    __slots__ = ("value", "source")
+
+    def __init__(self, value: Any, source: tuple | None = None) -> None:
+        self.value = value
+        self.source = source
+
+    def describe(self) -> str:
+        v = self.value
+        name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None)
+        return f"{type(v).__name__} {name}" if name else f"{type(v).__name__} {v!r:.40}"
+
+    def __repr__(self) -> str:
+        return f"PyVar({self.value!r:.60})"
+
+
+class TupleVar(Var):
+    __slots__ = ("items",)
+
+    def __init__(self, items) -> None:
+        self.items = tuple(items)
+
+    def describe(self) -> str:
+        return f"tuple of {len(self.items)}"
+
+
+class ListVar(Var):
+    """A list. `source` is set for a list that came from outside: mutating it would be a
+    side effect on the caller's object, which the translator does not replay."""
+
+    __slots__ = ("items", "source")
+
+    def __init__(self, items, source: tuple | None = None) -> None:
+        self.items = list(items)
+        self.source = source
+
+    def describe(self) -> str:
+        return f"list of {len(self.items)}"
+
+
+class DictVar(Var):
+    __slots__ = ("items", "source")
+
+    def __init__(self, items: dict, source: tuple | None = None) -> None:
+        self.items = dict(items)
+        self.source = source
+
+    def describe(self) -> str:
+        return f"dict of {len(self.items)}"
+
+
+class ObjectVar(Var):
+    __slots__ = ("value", "source")
+
+    def __init__(self, value: Any, source: tuple | None) -> None:
+        self.value = value
+        self.source = source
+
+    def describe(self) -> str:
+        return f"{type(self.value).__qualname__} object"
+
+
+class FunctionVar(Var):
+    """A plain Python function (guarded by identity) whose code the translator inlines."""
+
+    __slots__ = ("fn", "source")
+
+    def __init__(self, fn: Any, source: tuple | None) -> None:
+        self.fn = fn
+        self.source = source
+
+    def describe(self) -> str:
+        return f"function {self.fn.__qualname__}"
+
+
+class NestedFunctionVar(Var):
+    """A function created while translating (def/lambda/comprehension in 3.11)."""
+
+    __slots__ = ("code", "defaults", "kwdefaults", "closure", "globals_src", "globals")
+
+    def __init__(self, code, defaults, kwdefaults, closure, frame_globals, globals_src) -> None:
+        self.code = code
+        self.defaults = tuple(defaults)
+        self.kwdefaults = dict(kwdefaults)
+        self.closure = tuple(closure)
+        self.globals = frame_globals
+        self.globals_src = globals_src
+
+    def describe(self) -> str:
+        return f"function {self.code.co_qualname}"
+
+
+class BoundMethodVar(Var):
+    """`obj.name` where name is a method: `func` is a FunctionVar/NestedFunctionVar for
+    user objects, or a str naming an ndarray/builtin method."""
+
+    __slots__ = ("self_var", "func")
+
+    def __init__(self, self_var: Var, func: Any) -> None:
+        self.self_var = self_var
+        self.func = func
+
+    def describe(self) -> str:
+        name = self.func if isinstance(self.func, str) else self.func.describe()
+        return f"method {name} of {self.self_var.describe()}"
+
+
+class IteratorVar(Var):
+    __slots__ = ("items", "pos")
+
+    def __init__(self, items) -> None:
+        self.items = items  # a list (possibly a live ListVar.items) of Vars
+        self.pos = 0
+
+    def next(self) -> Var | None:
+        if self.pos >= len(self.items):
+            return None
+        v = self.items[self.pos]
+        self.pos += 1
+        return v
+
+
+class CellVar(Var):
+    """A closure cell. A cell of the captured function (or of an inlined real function)
+    is read lazily through `loader`, which wraps and guards the real contents."""
+
+    __slots__ = ("contents", "loader", "name", "external")
+
+    def __init__(self, contents: Any = UNBOUND, loader=None, name: str = "") -> None:
+        self.contents = contents
+        self.loader = loader
+        self.name = name
+        self.external = loader is not None  # a real cell: writing it is a side effect
+
+    def get(self) -> Any:
+        if self.contents is UNBOUND and self.loader is not None:
+            self.contents = self.loader()
+            self.loader = None
+        return self.contents

@@ -1,0 +1,319 @@
+"""The captured function: cache entries, guard checks, translation on a miss,
+recompile limits, backends, and rebuilding the return value.
+
+One call (the Python path; the native fast path evaluates the same guard data):
+    bound = the arguments bound to fn's parameters (guard sources index them)
+    the first entry whose guards all hold runs; else translate, compile, add an entry
+An entry is either a compiled graph or a recorded graph break: a break entry runs the
+function as plain Python, once, without translating again (its guards are every fact
+the translation had consulted when it stopped, so the same facts break the same way).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+import warnings
+import weakref
+from collections import namedtuple
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import eager, logs
+from .capture import GraphBreakError, InternalError, Unsupported, translate
+from .capture.calls import BindError, bind_call
+from .config import config
+from .guards import GuardSet, resolve
+
+CacheInfo = namedtuple("CacheInfo", "hits misses compiles entries")
+BACKENDS = ("cpu", "eager")
+MODES = ("default",)
+
+
+class DynexprWarning(UserWarning):
+    """dynexpr fell back to plain Python or NumPy somewhere it would rather not."""
+
+
+_live: weakref.WeakSet[CapturedFunction] = weakref.WeakSet()
+_state = {"entries": 0, "warned": set(), "runtime": None}
+
+
+def warn_once(key: Any, message: str) -> None:
+    if key not in _state["warned"]:
+        _state["warned"].add(key)
+        warnings.warn(message, DynexprWarning, stacklevel=4)
+
+
+def _cpu_compiler() -> Callable:
+    """runtime.compile_graph, or None (eager, with one warning) where the compiled backend
+    cannot run: no dynexpr.runtime, or no built native extension (a source checkout)."""
+    if _state["runtime"] is None:
+        try:
+            from . import runtime
+
+            importlib.import_module(f"{__package__}._native")
+            _state["runtime"] = runtime.compile_graph
+        except ImportError as e:
+            warn_once(
+                "runtime",
+                f"dynexpr: backend='cpu' is not available ({e}); captured graphs "
+                "run op by op with NumPy (backend='eager') instead",
+            )
+            _state["runtime"] = False
+    return _state["runtime"] or None
+
+
+class Entry:
+    __slots__ = ("guards", "compiled", "input_getters", "template", "translation", "reason")
+
+    def __init__(
+        self,
+        guards: GuardSet,
+        compiled=None,
+        sources=(),
+        template=None,
+        translation=None,
+        reason=None,
+    ) -> None:
+        self.guards = guards
+        self.compiled = compiled  # None: a graph-break entry (plain Python)
+        self.input_getters = [_getter(s) for s in sources]
+        self.template = template
+        self.translation = translation
+        self.reason = reason
+
+
+def _getter(src: tuple) -> Callable:
+    if src[0] == "arg":
+        i = src[1]
+        return lambda bound, fn: bound[i]
+    return lambda bound, fn: resolve(src, bound, fn)
+
+
+class CapturedFunction:
+    """What dynexpr.capture returns: call it like the function it wraps."""
+
+    _dynexpr_captured = True  # marks captured functions for the translator (builder.py)
+
+    def __init__(
+        self, fn: Callable, backend: Any, mode: str, dynamic: Any, fullgraph: bool, fuse: bool
+    ) -> None:
+        self._fn = fn
+        self.__dynexpr_wrapped__ = fn
+        self.backend, self.mode, self.dynamic = backend, mode, dynamic
+        self.fullgraph, self.fuse = fullgraph, fuse
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(self, attr, getattr(fn, attr, None))
+        self.__wrapped__ = fn
+        self._entries: list[Entry] = []
+        self._hits = self._misses = self._compiles = 0
+        _live.add(self)
+
+    def __repr__(self) -> str:
+        return f"<dynexpr.capture({self._fn.__qualname__}, backend={self.backend!r})>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+    # -- calls ------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self._fn
+        try:
+            bound = bind_call(fn, args, kwargs)
+        except BindError:
+            return fn(*args, **kwargs)  # Python raises the real TypeError
+        for entry in self._entries:
+            if entry.guards.holds(bound, fn):
+                self._hits += 1
+                return self._run(entry, bound, args, kwargs)
+        return self._miss(bound, args, kwargs)
+
+    def _run(self, entry: Entry, bound: list, args: tuple, kwargs: dict) -> Any:
+        if entry.compiled is None:
+            return self._fn(*args, **kwargs)
+        arrays = [get(bound, self._fn) for get in entry.input_getters]
+        outs = entry.compiled(*arrays)
+        return _build(entry.template, outs, bound, self._fn)
+
+    def _miss(self, bound: list, args: tuple, kwargs: dict) -> Any:
+        fn = self._fn
+        self._misses += 1
+        if getattr(fn, "__dynexpr_disable__", False):
+            return fn(*args, **kwargs)
+        if self._entries:
+            self._log_recompile(bound)
+            if len(self._entries) >= config.recompile_limit:
+                failing = self._entries[-1].guards.failing(bound, fn)
+                warn_once(
+                    (id(self), "limit"),
+                    f"dynexpr: {fn.__qualname__} reached config.recompile_limit "
+                    f"({config.recompile_limit}); new cases run as plain Python. The last entry "
+                    f"needs {failing.describe(self._argnames()) if failing else '?'}",
+                )
+                return fn(*args, **kwargs)
+        if _state["entries"] >= config.accumulated_recompile_limit:
+            warn_once(
+                "accumulated",
+                "dynexpr: config.accumulated_recompile_limit "
+                f"({config.accumulated_recompile_limit}) reached; new captures run as plain Python",
+            )
+            return fn(*args, **kwargs)
+        try:
+            entry = self._new_entry(bound)
+        except InternalError as e:
+            if not config.suppress_errors:
+                raise
+            warn_once((id(self), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
+            return fn(*args, **kwargs)
+        self._entries.append(entry)
+        _state["entries"] += 1
+        if config.verbose:
+            print(
+                f"dynexpr: {self._fn.__qualname__}: entry {len(self._entries)}: {_summary(entry)}",
+                file=sys.stderr,
+            )
+        return self._run(entry, bound, args, kwargs)
+
+    def _new_entry(self, bound: list) -> Entry:
+        try:
+            tr = translate(self._fn, bound)
+        except Unsupported as e:
+            reason = e.to_reason()
+            log = logs.get("graph_breaks")
+            if log.isEnabledFor(20):
+                log.info("%s: %s", self._fn.__qualname__, reason)
+            if self.fullgraph:
+                raise GraphBreakError(reason) from None
+            return Entry(GuardSet(e.guards), reason=reason)
+        self._log_capture(tr)
+        graph = tr.graph
+        if graph.outputs or graph.mutations:
+            arrays = [get(bound, self._fn) for get in map(_getter, tr.input_sources)]
+            compiled = self._compile(graph, arrays)
+            self._compiles += 1
+        else:
+            compiled = _nothing
+        return Entry(GuardSet(tr.guards), compiled, tr.input_sources, tr.template, tr)
+
+    def _compile(self, graph, example_inputs: list) -> Callable:
+        backend = self.backend
+        if callable(backend):
+            compiled = backend(graph, example_inputs)
+        elif backend == "cpu" and _cpu_compiler() is not None:
+            try:
+                compiled = _cpu_compiler()(graph, fuse=self.fuse)
+            except NotImplementedError as e:  # a valid graph the compiled backend lacks
+                warn_once(
+                    ("cpu-missing", str(e)),
+                    f"dynexpr: {self._fn.__qualname__}: the "
+                    f"cpu backend cannot compile this graph yet ({e}); it runs op by "
+                    "op with NumPy (backend='eager') instead",
+                )
+                compiled = eager.compile_graph(graph)
+            except Exception as e:
+                if not config.suppress_errors:
+                    raise
+                warn_once(
+                    ("cpu-error", id(self)),
+                    f"{e}\n(suppress_errors: running the captured graph with NumPy instead)",
+                )
+                compiled = eager.compile_graph(graph)
+        else:
+            compiled = eager.compile_graph(graph)
+        if not callable(compiled):
+            raise TypeError(
+                f"dynexpr: backend {backend!r} returned {type(compiled).__name__}, "
+                "not a callable f(*inputs) -> tuple of output arrays"
+            )
+        return compiled
+
+    # -- introspection ------------------------------------------------------------------
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, self._compiles, len(self._entries))
+
+    def cache_clear(self) -> None:
+        _state["entries"] -= len(self._entries)
+        self._entries.clear()
+        self._hits = self._misses = self._compiles = 0
+        _state["warned"] = {
+            k for k in _state["warned"] if not (isinstance(k, tuple) and k[0] == id(self))
+        }
+
+    @property
+    def entries(self) -> list[Entry]:
+        return list(self._entries)
+
+    def _argnames(self) -> tuple:
+        return self._fn.__code__.co_varnames
+
+    def _log_capture(self, tr) -> None:
+        if logs.enabled("guards"):
+            lines = "\n  ".join(g.describe(self._argnames()) for g in tr.guards)
+            logs.get("guards").info(
+                "%s: %d guards\n  %s", self._fn.__qualname__, len(tr.guards), lines
+            )
+        if logs.enabled("output_code"):
+            logs.get("output_code").info(
+                "%s: captured graph\n%s", self._fn.__qualname__, tr.graph.canonical()
+            )
+
+    def _log_recompile(self, bound: list) -> None:
+        if logs.enabled("recompiles"):
+            why = [(i, e.guards.failing(bound, self._fn)) for i, e in enumerate(self._entries, 1)]
+            text = "; ".join(
+                f"entry {i} needs {g.describe(self._argnames())}" for i, g in why if g is not None
+            )
+            logs.get("recompiles").info(
+                "%s: capturing again (entry %d): %s",
+                self._fn.__qualname__,
+                len(self._entries) + 1,
+                text,
+            )
+
+
+def _summary(entry: Entry) -> str:
+    if entry.compiled is None:
+        return f"plain Python ({entry.reason.reason}, {entry.reason.file}:{entry.reason.line})"
+    return f"{len(entry.translation.graph.ops())} ops, {len(entry.guards)} guards"
+
+
+def _nothing(*_: Any) -> tuple:
+    return ()
+
+
+def _build(t: tuple, outs: tuple, bound: list, fn: Any) -> Any:
+    kind = t[0]
+    if kind == "out":
+        a = outs[t[1]]
+        if t[2] == "scalar":
+            return a[()]
+        return np.array(a, copy=True) if t[3] else a
+    if kind == "src":
+        return resolve(t[1], bound, fn)
+    if kind == "view":
+        a = resolve(t[1], bound, fn)
+        for op, attrs in t[2]:
+            a = eager.apply_view(op, dict(attrs), a)
+        return a
+    if kind == "const":
+        v = t[1]
+        return type(v)(v) if isinstance(v, (list, dict, set)) else v
+    if kind == "tuple":
+        return tuple(_build(c, outs, bound, fn) for c in t[1])
+    if kind == "list":
+        return [_build(c, outs, bound, fn) for c in t[1]]
+    if kind == "dict":
+        return {k: _build(c, outs, bound, fn) for k, c in t[1]}
+    raise InternalError(f"dynexpr: unknown output template {kind!r}")
+
+
+def reset() -> None:
+    """Forget every captured graph and warning (compiled kernels stay in the disk cache)."""
+    for f in list(_live):
+        f.cache_clear()
+    _state["entries"] = 0
+    _state["warned"] = set()
+    _state["runtime"] = None

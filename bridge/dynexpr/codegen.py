@@ -1,0 +1,372 @@
+"""dynexpr.codegen — renders a Schedule as one C++ translation unit in dynexpr's expression
+templates. The text is a contract (tests/python/golden/) and the compile cache's key.
+
+One unit per graph: its kernels are consecutive statements of one `run` function, so a
+call is one dlopen'd symbol, one GIL release and one argument check, and the precompiled
+prelude is loaded once per graph rather than once per kernel (Note [one unit per graph]).
+
+    #include "prelude.hpp"            // kernels/prelude.hpp (precompiled)
+    static void run(dxk::frame& f) {
+      const auto x0 = f.input<float>(0, {1024});      // checked: dtype, rank, extents
+      const auto o0 = f.output<float>(0, {1024});
+      // kernel 0: pointwise -> out[0]
+      const auto v2 = dxk::typed<float>(x0 * 2.0);    // lazy: fused into its user
+      dx::assign(o0, dxk::typed<float>(dx::tanh(v2)));
+    }
+    DYNEXPR_UNIT(run, 1, 1)
+
+Every value is pinned to the dtype the graph gives it (dxk::typed<T>); constants marked
+weak (NEP 50 Python scalars) are written as C++ literals, which dynexpr promotes as NumPy 2
+does; other constants are dx::scalar<T>. Shapes are literals, or `dxk::dyn{k}` for a
+dynamic size bound from the arguments at run time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ir
+from .schedule import Buffer, Schedule
+
+FORMAT = 1  # bump when the shape of generated units changes
+
+CTYPE = {
+    "bool": "bool",
+    "uint8": "std::uint8_t",
+    "int32": "std::int32_t",
+    "int64": "std::int64_t",
+    "float32": "float",
+    "float64": "double",
+}
+INFIX = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
+BOOL_ARITH = {"add": "logical_or", "multiply": "logical_and", "maximum": "logical_or",
+              "minimum": "logical_and"}
+REDUCE_FN = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "mean": "mean",
+             "any": "any", "all": "all", "var": "var", "std": "std"}
+
+
+def generate(s: Schedule) -> str:
+    return _Unit(s).render()
+
+
+class _Unit:
+    def __init__(self, s: Schedule):
+        self.s = s
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}  # value id -> C++ name (declared leaves/lazies)
+        self.declared_tmp: set[int] = set()
+        self.sym_index = {name: k for k, name in enumerate(s.symbols)}
+
+    # -------------------------------------------------------------------------- text
+    def emit(self, line: str = "") -> None:
+        self.lines.append(("  " + line) if line else "")
+
+    def render(self) -> str:
+        s = self.s
+        head = [
+            f"// dynexpr generated unit (format {FORMAT}). Do not edit: this text is the",
+            "// compile cache's key. Graph:",
+        ]
+        head += ["//   " + line for line in s.graph.canonical().splitlines()]
+        kinds = ", ".join(k.kind for k in s.kernels)
+        head.append(f"// {len(s.kernels)} kernel(s){': ' + kinds if kinds else ''}"
+                    f"{'' if s.fuse else ' (unfused)'}")
+        head += [
+            '#include "prelude.hpp"',
+            "",
+            "namespace dx = dynexpr;",
+            "namespace dxk = dynexpr::kernel;",
+            "",
+            "static void run([[maybe_unused]] dxk::frame& f) {",
+        ]
+        for i, (dtype, shape, written) in enumerate(s.inputs):
+            fn = "inout" if written else "input"
+            self.emit(f"{'' if written else 'const '}auto x{i} = "
+                      f"f.{fn}<{CTYPE[dtype]}>({i}, {self.extents(shape)});")
+        for b in s.outputs:
+            self.emit(f"const auto o{b.index} = f.output<{CTYPE[b.dtype]}>"
+                      f"({b.index}, {self.extents(b.shape)});")
+        for n, k in enumerate(s.kernels):
+            targets = ", ".join(self.buffer_label(st.buffer) for st in k.stores)
+            self.emit(f"// kernel {n}: {k.kind} -> {targets}")
+            for st in k.stores:
+                if k.kind == "copy":
+                    self.emit(f"dx::assign({self.buffer_ref(st.buffer)}, {self.ref(st.value)});")
+                else:
+                    self.store(st.value, st.buffer)
+        body = [line.rstrip() for line in self.lines]
+        tail = ["}", "", f"DYNEXPR_UNIT(run, {s.n_inputs}, {len(s.outputs)})", ""]
+        return "\n".join(head + body + tail)
+
+    # ------------------------------------------------------------------------ shapes
+    def dim(self, d) -> str:
+        if not isinstance(d, str):
+            return str(int(d))
+        if d not in self.sym_index:
+            raise NotImplementedError(f"dynexpr codegen: extent {d!r} is bound by no input")
+        return f"dxk::dyn{{{self.sym_index[d]}}}"
+
+    def extents(self, shape) -> str:
+        return "{" + ", ".join(self.dim(d) for d in shape) + "}"
+
+    def shape(self, shape) -> str:
+        if any(isinstance(d, str) for d in shape):
+            return f"f.shape({self.extents(shape)})"
+        return "dx::Shape{" + ", ".join(str(int(d)) for d in shape) + "}"
+
+    # ----------------------------------------------------------------------- buffers
+    @staticmethod
+    def buffer_label(b: Buffer) -> str:
+        return f"{b.kind}[{b.index}]"
+
+    @staticmethod
+    def buffer_ref(b: Buffer) -> str:
+        return {"in": "x", "out": "o", "tmp": "t"}[b.kind] + str(b.index)
+
+    def storage(self, v: ir.Value):
+        return self.s.storage[v.id]
+
+    # ------------------------------------------------------------------------ values
+    def ref(self, v: ir.Value, weak_ok: bool = False) -> str:
+        """A C++ expression naming v's value (declaring leaves and lazies on first use)."""
+        st = self.storage(v)
+        if isinstance(st, Buffer):
+            return self.buffer_ref(st)
+        if v.op == "input":
+            return f"x{v.attr('index')}"
+        if v.op == "const":
+            return self.const(v, weak_ok)
+        if v.id in self.names:
+            return self.names[v.id]
+        name = f"v{v.id}"
+        if v.op == "full":
+            self.emit(f"static constexpr {CTYPE[v.dtype]} c{v.id} = "
+                      f"{scalar_literal(v.attr('value'), v.dtype)};")
+            self.emit(f"const auto {name} = dxk::splat(&c{v.id}, {self.shape(v.shape)});")
+        elif v.op in ir.VIEWS:
+            self.emit(f"const auto {name} = {self.view(v)};")
+        else:
+            self.emit(f"const auto {name} = {self.pointwise(v)};")
+        self.names[v.id] = name
+        return name
+
+    def const(self, v: ir.Value, weak_ok: bool) -> str:
+        value = v.attr("value")
+        weak = v.attr("weak")
+        if weak_ok and weak:
+            return weak_literal(value, weak)
+        return f"dx::scalar<{CTYPE[v.dtype]}>({scalar_literal(value, v.dtype)})"
+
+    def operand(self, a: ir.Value, result_dtype: str, arrays: bool) -> str:
+        r = self.ref(a, weak_ok=arrays)
+        if (result_dtype in ("float32", "float64") and a.dtype in ("bool", "uint8")
+                and not (a.op == "const" and a.attr("weak"))):
+            # NumPy computes in the promoted float type; dynexpr's float functions take no
+            # bool/uint8 (NumPy would give float16 there), so convert first.
+            r = f"dx::cast<{CTYPE[result_dtype]}>({r})"
+        return r
+
+    def pointwise(self, v: ir.Value) -> str:
+        T = CTYPE[v.dtype]
+        if v.op == "astype":
+            return f"dx::cast<{T}>({self.ref(v.args[0])})"
+        arrays = any(not (a.op == "const" and a.attr("weak")) for a in v.args)
+        if v.op == "where":
+            c = self.ref(v.args[0], weak_ok=False)
+            a, b = (self.operand(x, v.dtype, arrays) for x in v.args[1:])
+            return f"dxk::typed<{T}>(dx::where({c}, {a}, {b}))"
+        args = [self.operand(a, v.dtype, arrays) for a in v.args]
+        op = v.op
+        if op == "power" and v.dtype in ("float32", "float64"):
+            k = _small_integer_exponent(v.args[1])
+            # Note [small powers]: x**2 is np.square, as NumPy itself computes it; x**3 is
+            # x * x**2 (within the 1-2 ulp of the SIMD pow, at a tenth of its cost).
+            if k == 2:
+                return f"dxk::typed<{T}>(dx::square({args[0]}))"
+            if k == 3:
+                return f"dxk::typed<{T}>({args[0]} * dx::square({args[0]}))"
+        if op in BOOL_ARITH and all(a.dtype == "bool" for a in v.args):
+            op = BOOL_ARITH[op]  # NumPy: + and * of bools are logical or/and
+        if op in INFIX and len(args) == 2:
+            expr = f"{args[0]} {INFIX[op]} {args[1]}"
+        else:
+            expr = f"dx::{op}({', '.join(args)})"
+        return f"dxk::typed<{T}>({expr})"
+
+    def view(self, v: ir.Value) -> str:
+        base = self.ref(v.args[0])
+        op = v.op
+        nd_in = len(v.args[0].shape)
+        if op == "getitem":
+            items = [index_item(it) for it in v.attr("index")]
+            return f"{base}.slice({', '.join(items)})" if items else f"dxk::view_of({base})"
+        if op == "transpose":
+            axes = v.attr("axes")
+            axes = tuple(range(nd_in))[::-1] if axes is None else tuple(a % nd_in for a in axes)
+            return f"{base}.permute(dx::Shape{{{', '.join(map(str, axes))}}})"
+        if op == "broadcast_to":
+            return f"{base}.broadcast_to({self.shape(v.shape)})"
+        if op == "expand_dims":
+            axes = sorted(a % len(v.shape) for a in _tuple(v.attr("axis")))
+            return f"dxk::expand_dims(dxk::view_of({base}), {{{', '.join(map(str, axes))}}})"
+        if op == "squeeze":
+            ax = v.attr("axis")
+            if ax is None:
+                axes = [k for k, d in enumerate(v.args[0].shape) if d == 1]
+            else:
+                axes = sorted(a % nd_in for a in _tuple(ax))
+            return f"dxk::squeeze(dxk::view_of({base}), {{{', '.join(map(str, axes))}}})"
+        if op == "reshape":
+            self.emit(f"dx::Tensor<{CTYPE[v.dtype]}> keep{v.id};")
+            return f"dxk::reshape(dxk::view_of({base}), {self.shape(v.shape)}, keep{v.id})"
+        raise NotImplementedError(f"dynexpr codegen: view op {op}")
+
+    # ------------------------------------------------------------------------ stores
+    def store(self, v: ir.Value, b: Buffer) -> None:
+        T = CTYPE[v.dtype]
+        dest = self.buffer_ref(b)
+        if v.op == "setitem":
+            base, value = v.args[0], v.args[1]
+            if not self.same_buffer(base, b):
+                if b.kind == "tmp" and b.index not in self.declared_tmp:
+                    self.declared_tmp.add(b.index)
+                    self.emit(f"auto {dest} = dx::Tensor<{T}>::empty({self.shape(b.shape)});")
+                self.emit(f"dx::assign({dest}, {self.ref(base)});")
+            items = [index_item(it) for it in v.attr("index")]
+            target = f"{dest}.slice({', '.join(items)})" if items else dest
+            self.emit(f"dx::assign({target}, {self.ref(value)});")
+            return
+        expr = self.compute(v)
+        if b.kind == "tmp" and b.index not in self.declared_tmp:
+            self.declared_tmp.add(b.index)
+            if v.op in ir.REDUCTIONS or v.op == "matmul":
+                self.emit(f"auto {dest} = dxk::tensor<{T}>({expr});")
+            else:
+                self.emit(f"auto {dest} = dx::eval({expr});")
+        else:
+            self.emit(f"dx::assign({dest}, {expr});")
+
+    def same_buffer(self, base: ir.Value, b: Buffer) -> bool:
+        if base.op == "input":
+            return b.kind == "in" and b.index == base.attr("index")
+        return self.storage(base) == b
+
+    def compute(self, v: ir.Value) -> str:
+        """The expression a materialised value is evaluated from."""
+        if v.op in ir.REDUCTIONS:
+            return self.reduction(v)
+        if v.op == "matmul":
+            return f"dx::matmul({self.ref(v.args[0])}, {self.ref(v.args[1])})"
+        if v.op in ("const", "full", "input") or v.op in ir.VIEWS:
+            saved = self.s.storage[v.id]
+            self.s.storage[v.id] = "leaf"  # read it as a leaf, then copy
+            try:
+                return self.ref(v)
+            finally:
+                self.s.storage[v.id] = saved
+        return self.pointwise(v)
+
+    def reduction(self, v: ir.Value) -> str:
+        x = self.ref(v.args[0])
+        nd = len(v.args[0].shape)
+        keep = "true" if v.attr("keepdims") else "false"
+        if v.op in ("argmin", "argmax"):
+            axis = v.attr("axis")
+            if axis is None:
+                return (f"dx::Tensor<std::int64_t>({self.shape(v.shape)}, "
+                        f"dx::{v.op}({x}))")
+            return f"dx::{v.op}({x}, {axis % nd}, {keep})"
+        axes = v.attr("axes")
+        if axes is None or (nd > 0 and len({a % nd for a in _tuple(axes)}) == nd):
+            spec = "dx::all_axes"
+        else:
+            spec = "dx::Shape{" + ", ".join(str(a % nd) for a in sorted(_tuple(axes))) + "}"
+        extra = ""
+        if v.op in ("var", "std"):
+            extra = f", {int(v.attr('ddof', 0))}"
+        return f"dx::{REDUCE_FN[v.op]}({x}, {spec}, {keep}{extra})"
+
+
+def _small_integer_exponent(e: ir.Value) -> int | None:
+    if e.op != "const" or e.shape != ():
+        return None
+    x = e.attr("value")
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) \
+            or x != int(x):
+        return None
+    return int(x)
+
+
+def _tuple(x) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def index_item(it: tuple) -> str:
+    kind = it[0]
+    if kind == "int":
+        return str(int(it[1]))
+    if kind == "newaxis":
+        return "dx::newaxis"
+    if kind == "ellipsis":
+        return "dx::ellipsis"
+    if kind == "slice":
+        start, stop, step = (tuple(it[1:]) + (None, None, None))[:3]
+
+        def b(x):
+            return "dx::none" if x is None else str(int(x))
+
+        return f"dx::slice({b(start)}, {b(stop)}, {1 if step is None else int(step)})"
+    raise NotImplementedError(f"dynexpr codegen: index item {it!r}")
+
+
+def scalar_literal(value, dtype: str) -> str:
+    """A C++ literal of exactly the value NumPy's `dtype(value)` holds."""
+    if dtype == "bool":
+        return "true" if bool(value) else "false"
+    if dtype in ("float32", "float64"):
+        x = float(value)
+        T = CTYPE[dtype]
+        if math.isnan(x):
+            return f"std::numeric_limits<{T}>::quiet_NaN()"
+        if math.isinf(x):
+            return f"{'-' if x < 0 else ''}std::numeric_limits<{T}>::infinity()"
+        if dtype == "float32":
+            # NumPy's float32 repr is the shortest text that reads back as this float32;
+            # C++ parses `<text>f` to the nearest float, the same one.
+            text = str(np.float32(x))
+            if "e" not in text and "." not in text:
+                text += ".0"
+            return text + "f"
+        text = repr(x)
+        return text if ("." in text or "e" in text) else text + ".0"
+    n = int(value)
+    bits = {"uint8": 8, "int32": 32, "int64": 64}[dtype]
+    if dtype == "uint8":
+        n %= 256
+    elif n >= 2 ** (bits - 1) or n < -(2 ** (bits - 1)):
+        n = (n + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)  # NumPy's wrap-around
+    if dtype == "int64" and n == -(2 ** 63):
+        return "std::numeric_limits<std::int64_t>::min()"
+    return f"{CTYPE[dtype]}{{{n}}}" if n >= 0 else f"{CTYPE[dtype]}({n})"
+
+
+def weak_literal(value, kind) -> str:
+    """A NEP 50 weak Python scalar: a C++ literal of its kind, which dynexpr promotes as
+    NumPy 2 does (`x_f32 * 2.0` stays float32)."""
+    kind = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "float":
+        x = float(value)
+        if math.isnan(x):
+            return "std::numeric_limits<double>::quiet_NaN()"
+        if math.isinf(x):
+            return f"{'-' if x < 0 else ''}std::numeric_limits<double>::infinity()"
+        text = repr(x)
+        return text if ("." in text or "e" in text) else text + ".0"
+    n = int(value)
+    if n == -(2 ** 63):
+        return "std::numeric_limits<std::int64_t>::min()"
+    return f"std::int64_t{{{n}}}" if n >= 0 else f"std::int64_t({n})"

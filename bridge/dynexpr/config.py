@@ -1,0 +1,80 @@
+"""dynexpr.config — process-wide settings, validated when set.
+
+    dynexpr.config.recompile_limit = 16
+
+Unknown names and wrong types raise at once, naming the valid choices, so a typo never
+silently does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+# name: (type, default factory, what it means)
+_FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
+    "recompile_limit": (
+        int,
+        lambda: 8,
+        "captured graphs per function; past it, new guard sets run as plain Python",
+    ),
+    "accumulated_recompile_limit": (
+        int,
+        lambda: 256,
+        "captured graphs over all functions of the process",
+    ),
+    "suppress_errors": (
+        bool,
+        lambda: False,
+        "an internal dynexpr error runs the function as plain Python with a "
+        "warning instead of raising",
+    ),
+    "cache_dir": (
+        str,
+        lambda: (
+            os.environ.get("DYNEXPR_CACHE_DIR")
+            or os.path.join(os.path.expanduser("~"), ".cache", "dynexpr")
+        ),
+        "where compiled kernels are cached ($DYNEXPR_CACHE_DIR)",
+    ),
+    "num_threads": (
+        int,
+        lambda: int(os.environ.get("DYNEXPR_NUM_THREADS", "0") or 0),
+        "worker threads of compiled kernels; 0 = one per core ($DYNEXPR_NUM_THREADS)",
+    ),
+    "verbose": (bool, lambda: False, "print a line for each capture and compile"),
+}
+
+
+class Config:
+    """Settings of dynexpr; see `Config.describe()` for the list."""
+
+    def __init__(self) -> None:
+        for name, (_, default, _) in _FIELDS.items():
+            object.__setattr__(self, name, default())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _FIELDS:
+            raise AttributeError(
+                f"dynexpr.config has no setting {name!r}; settings: {', '.join(_FIELDS)}"
+            )
+        typ = _FIELDS[name][0]
+        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+            raise TypeError(
+                f"dynexpr.config.{name} must be {typ.__name__}, "
+                f"got {type(value).__name__} {value!r}"
+            )
+        if typ is int and value < 0:
+            raise ValueError(f"dynexpr.config.{name} must be >= 0, got {value}")
+        object.__setattr__(self, name, value)
+
+    @staticmethod
+    def describe() -> str:
+        return "\n".join(f"{n}: {doc}" for n, (_, _, doc) in _FIELDS.items())
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{n}={getattr(self, n)!r}" for n in _FIELDS)
+        return f"dynexpr.config({body})"
+
+
+config = Config()

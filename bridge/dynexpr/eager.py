@@ -1,0 +1,130 @@
+"""The eager backend: runs a captured Graph op by op with NumPy.
+
+It is a real backend (capture(fn, backend="eager")) and the reference the compiled
+backend is measured against: each op is computed by the NumPy function it names, and
+each result is checked against the dtype and shape the graph claims, so a translator
+mistake fails loudly here instead of producing a quiet wrong number.
+
+Calling convention, shared with every backend (see runtime.compile_graph):
+    f = compile_graph(graph)
+    outputs = f(*inputs)   # inputs: the graph's input arrays in index order
+returns a tuple with one ndarray per graph output (0-d arrays for 0-d values), freshly
+allocated, and writes each Graph.mutations value into its input array (after every
+output has been computed, as NumPy's own in-place semantics would have it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from .capture.errors import InternalError
+from .capture.infer import index_to_python
+
+
+def _ufunc(name: str) -> Callable:
+    uf = getattr(np, name)
+    return lambda v, args: uf(*args)
+
+
+def _reduction(v: ir.Value, args: list) -> Any:
+    fn = getattr(np, v.op)
+    if v.op in ("argmin", "argmax"):
+        return fn(args[0], axis=v.attr("axis"), keepdims=v.attr("keepdims"))
+    kw = {"axis": v.attr("axes"), "keepdims": v.attr("keepdims")}
+    if v.op in ("var", "std"):
+        kw["ddof"] = v.attr("ddof")
+    return fn(args[0], **kw)
+
+
+def _setitem(v: ir.Value, args: list) -> np.ndarray:
+    out = np.array(args[0], copy=True)
+    out[index_to_python(v.attr("index"))] = args[1]
+    return out
+
+
+_STRUCTURAL: dict[str, Callable] = {
+    "input": None,  # read from the call's arguments by the loop
+    "const": lambda v, args: np.asarray(v.attr("value"), dtype=v.dtype),
+    "astype": lambda v, args: np.asarray(args[0]).astype(v.dtype),
+    "where": lambda v, args: np.where(*args),
+    "clip": lambda v, args: np.clip(*args),
+    "matmul": lambda v, args: np.matmul(*args),
+    "full": lambda v, args: np.full(v.shape, v.attr("value"), dtype=v.dtype),
+    "setitem": _setitem,
+}
+
+
+def apply_view(op: str, attrs: dict, a: np.ndarray) -> np.ndarray:
+    """A view op on a real array (also rebuilds views of arguments for results)."""
+    if op == "reshape":
+        return np.reshape(a, attrs["shape"])
+    if op == "transpose":
+        return np.transpose(a, attrs["axes"])
+    if op == "broadcast_to":
+        return np.broadcast_to(a, attrs["shape"])
+    if op == "expand_dims":
+        return np.expand_dims(a, attrs["axis"])
+    if op == "squeeze":
+        return np.squeeze(a, attrs["axis"])
+    if op == "getitem":
+        return a[index_to_python(attrs["index"])]
+    raise InternalError(f"dynexpr: unknown view op {op!r}")
+
+
+def _evaluator(v: ir.Value) -> Callable:
+    if v.op in _STRUCTURAL:
+        return _STRUCTURAL[v.op]
+    if v.op in ir.REDUCTIONS:
+        return _reduction
+    if v.op in ir.VIEWS:
+        attrs = dict(v.attrs)
+        return lambda v, args: apply_view(v.op, attrs, np.asarray(args[0]))
+    if hasattr(np, v.op) and isinstance(getattr(np, v.op), np.ufunc):
+        return _ufunc(v.op)
+    raise InternalError(f"dynexpr: the eager backend has no rule for op {v.op!r}")
+
+
+def compile_graph(
+    graph: ir.Graph, example_inputs: Sequence[Any] | None = None, **_: Any
+) -> Callable:
+    plan = [(v, _evaluator(v), tuple(a.id for a in v.args)) for v in graph.values]
+    out_ids = [o.id for o in graph.outputs]
+    mutations = [(i, v.id) for i, v in graph.mutations]
+    n_inputs = len(graph.inputs)
+
+    def run(*inputs: np.ndarray) -> tuple:
+        if len(inputs) != n_inputs:
+            raise TypeError(f"dynexpr: this graph takes {n_inputs} inputs, got {len(inputs)}")
+        env: dict[int, Any] = {}
+        with np.errstate(all="ignore"):
+            for v, fn, arg_ids in plan:
+                if v.op == "input":
+                    r = inputs[v.attr("index")]
+                else:
+                    r = np.asarray(fn(v, [env[i] for i in arg_ids]))
+                if r.dtype != np.dtype(v.dtype) or r.shape != v.shape:
+                    raise InternalError(
+                        f"dynexpr: the graph says %{v.id} = {v.op} is {v.dtype}{list(v.shape)}, "
+                        f"NumPy computed {r.dtype}{list(r.shape)}; this is a dynexpr bug, please "
+                        f"report it with the graph:\n{graph.canonical()}"
+                    )
+                env[v.id] = r
+        outs = tuple(_fresh(env[i], inputs) for i in out_ids)
+        finals = [(i, _fresh(env[vid], inputs)) for i, vid in mutations]
+        for i, value in finals:
+            np.copyto(inputs[i], value)
+        return outs
+
+    return run
+
+
+def _fresh(a: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    if a.base is None and not any(a is x for x in inputs):
+        return a
+    if any(np.may_share_memory(a, x) for x in inputs) or not a.flags.writeable:
+        return np.array(a, copy=True)
+    return a

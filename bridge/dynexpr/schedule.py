@@ -1,0 +1,333 @@
+"""dynexpr.schedule — decides, for a Graph, which values are computed where and when.
+
+Every live value gets one storage:
+
+    leaf    read in place: inputs, constants, `full` (a zero-stride splat), and view ops
+            (getitem/transpose/reshape/...) of leaves or of buffers: a view never copies;
+    lazy    a pointwise value (op-table op, where, astype) fused into the one expression
+            that uses it;
+    Buffer  materialised: a graph output (`out`), an argument updated in place (`in`), or
+            a unit-local temporary (`tmp`).
+
+Note [fusion boundaries]
+Materialised: outputs, reductions (their pointwise input is fused into them), matmul,
+setitem, final values of mutated arguments, values a view is taken of, and pointwise
+values used more than once (after structural hashing, so a common subexpression is
+computed once, not once per use as a plain expression template would). With fuse=False
+every computing value is materialised: one kernel per op, through the same pipeline.
+
+A Kernel is one materialisation, or a run of pointwise ones writing buffers of one shape
+(Note [one kernel, several outputs]). Kernels run in a topological order that puts writes
+into arguments as late as possible (Note [in-place writes]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import ir
+
+POINTWISE_STRUCTURAL = ("where", "astype")
+LEAF_OPS = ("input", "const", "full")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    kind: str  # "in" | "out" | "tmp"
+    index: int
+    dtype: str
+    shape: tuple
+
+
+@dataclass
+class Store:
+    """Materialise `value` into `buffer` (for setitem: its base, then value at index)."""
+
+    value: ir.Value
+    buffer: Buffer
+
+
+@dataclass
+class Kernel:
+    kind: str  # "pointwise" | "reduction" | "matmul" | "setitem" | "copy"
+    stores: list[Store] = field(default_factory=list)
+
+    @property
+    def values(self) -> list[ir.Value]:
+        return [s.value for s in self.stores]
+
+
+@dataclass
+class Schedule:
+    graph: ir.Graph
+    fuse: bool
+    values: list[ir.Value]  # live values after CSE, topological order
+    users: dict[int, list[ir.Value]]
+    storage: dict[int, object]  # value id -> "leaf" | "lazy" | Buffer
+    kernels: list[Kernel]
+    inputs: list[tuple[str, tuple, bool]]  # per graph input: dtype, shape, written in place
+    outputs: list[Buffer]  # buffers the caller allocates, in `out` index order
+    results: list[int]  # per graph output: k >= 0 is outputs[k]; -(i+1) is input i itself
+    symbols: dict[str, tuple[int, int]]  # dynamic size -> (input index, axis) that binds it
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.inputs)
+
+
+def is_pointwise(v: ir.Value) -> bool:
+    return v.op not in ir.STRUCTURAL_OPS or v.op in POINTWISE_STRUCTURAL
+
+
+def schedule(graph: ir.Graph, fuse: bool = True) -> Schedule:
+    _, remap = _cse(graph)
+    outputs = [remap[o.id] for o in graph.outputs]
+    mutated = {i: remap[v.id] for i, v in graph.mutations}
+    values = ir.walk(outputs + list(mutated.values()))
+    users: dict[int, list[ir.Value]] = {v.id: [] for v in values}
+    for v in values:
+        for a in dict.fromkeys(v.args):
+            users[a.id].append(v)
+
+    graph_inputs = [v for v in graph.values if v.op == "input"]
+    n_inputs = 1 + max((v.attr("index") for v in graph_inputs), default=-1)
+    inputs: list[list] = [["float64", (), False] for _ in range(n_inputs)]
+    input_value: dict[int, ir.Value] = {}
+    for v in graph_inputs:
+        inputs[v.attr("index")][:2] = [v.dtype, tuple(v.shape)]
+        input_value[v.attr("index")] = remap[v.id]
+    mutated = {i: f for i, f in mutated.items() if f is not input_value.get(i)}
+
+    result_ids = {o.id for o in outputs}
+    final_ids = {f.id for f in mutated.values()}
+    mat = _materialised(values, users, result_ids | final_ids, fuse)
+    chain_root = {v.id: _chain_input(v) for v in values}
+    writers = {v.id for v in values if v.id in final_ids
+               or (v.op == "setitem" and chain_root[v.id] in mutated)}
+    order = _order([v for v in values if v.id in mat], mat, writers)
+    pos = {v.id: k for k, v in enumerate(order)}
+    read_pos = _read_positions(values, users, pos)
+
+    # Results: an argument, or any version of a mutated argument, is returned as the
+    # argument object itself (NumPy returns the same object); the rest get `out` buffers.
+    outputs_buf: list[Buffer] = []
+    out_of: dict[int, int] = {}
+    results: list[int] = []
+    for o in outputs:
+        root = chain_root[o.id]
+        if o.op == "input":
+            results.append(-(o.attr("index") + 1))
+        elif root is not None and root in mutated:
+            results.append(-(root + 1))
+        else:
+            if o.id not in out_of:
+                out_of[o.id] = len(outputs_buf)
+                outputs_buf.append(Buffer("out", len(outputs_buf), o.dtype, tuple(o.shape)))
+            results.append(out_of[o.id])
+
+    # Note [in-place writes]
+    # A setitem writes into its base's buffer when every other reader of the base runs in
+    # an earlier kernel; reads inside the writing kernel itself are its own expression,
+    # which dx::assign makes safe (Note [aliasing] in include/dynexpr/eval/assign.hpp).
+    # Versions linked this way form a group with one buffer: the output's, the mutated
+    # argument's (when nothing reads the argument's original content after the group's
+    # first write), or a temporary (then copied into the argument at the very end).
+    group = {v.id: v.id for v in order}
+    for v in reversed(order):
+        if v.op != "setitem":
+            continue
+        base = v.args[0]
+        if (base.id in mat and group[base.id] == base.id and base.id not in result_ids
+                and base.id not in final_ids and _others_before(base, v, users, read_pos, pos)):
+            group[base.id] = group[v.id]
+    members: dict[int, list[ir.Value]] = {}
+    for v in order:
+        members.setdefault(group[v.id], []).append(v)
+
+    storage: dict[int, object] = {}
+    tmp_count = 0
+    tail: list[Store] = []
+    for vs in members.values():
+        buf = None
+        finals = [i for i, f in mutated.items() if any(f is m for m in vs)]
+        if finals:
+            i = finals[0]
+            if _in_place_legal(vs, input_value.get(i), users, read_pos, pos):
+                buf = Buffer("in", i, inputs[i][0], inputs[i][1])
+                inputs[i][2] = True
+        if buf is None:
+            outs = [out_of[m.id] for m in vs if m.id in out_of]
+            if outs:
+                buf = outputs_buf[outs[0]]
+        if buf is None:
+            buf = Buffer("tmp", tmp_count, vs[0].dtype, tuple(vs[0].shape))
+            tmp_count += 1
+        for m in vs:
+            storage[m.id] = buf
+    for i, f in mutated.items():
+        b = storage.get(f.id)
+        if not (isinstance(b, Buffer) and b.kind == "in" and b.index == i):
+            inputs[i][2] = True
+            tail.append(Store(f, Buffer("in", i, inputs[i][0], inputs[i][1])))
+    for v in values:
+        if v.id not in storage:
+            storage[v.id] = "leaf" if (v.op in LEAF_OPS or v.op in ir.VIEWS) else "lazy"
+
+    kernels: list[Kernel] = []
+    for v in order:
+        kind = _kind(v)
+        store = Store(v, storage[v.id])
+        last = kernels[-1] if kernels else None
+        # Note [one kernel, several outputs]: consecutive pointwise stores of one shape
+        # that do not read each other form one kernel: one call, run back to back while
+        # their inputs are still in cache.
+        if (fuse and last is not None and kind == "pointwise" and last.kind == "pointwise"
+                and tuple(last.stores[0].value.shape) == tuple(v.shape)
+                and not any(_reads(v, s.value, storage) for s in last.stores)):
+            last.stores.append(store)
+        else:
+            kernels.append(Kernel(kind, [store]))
+    if tail:
+        kernels.append(Kernel("copy", tail))
+
+    symbols: dict[str, tuple[int, int]] = {}
+    for v in sorted(graph_inputs, key=lambda v: v.attr("index")):
+        for axis, d in enumerate(v.shape):
+            if isinstance(d, str) and d not in symbols:
+                symbols[d] = (v.attr("index"), axis)
+    return Schedule(graph, fuse, values, users, storage, kernels,
+                    [tuple(x) for x in inputs], outputs_buf, results, symbols)
+
+
+def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
+    mat: set[int] = set()
+    for v in values:
+        if v.op in LEAF_OPS or v.op in ir.VIEWS:
+            if v.id in roots and v.op != "input":
+                mat.add(v.id)  # an output that is a constant or a view: copied
+        elif not is_pointwise(v) or v.id in roots or not fuse or len(users[v.id]) > 1 or any(u.op in ir.VIEWS for u in users[v.id]):
+            mat.add(v.id)
+    return mat
+
+
+def _kind(v: ir.Value) -> str:
+    if v.op in ir.REDUCTIONS:
+        return "reduction"
+    if v.op in ("matmul", "setitem"):
+        return v.op
+    return "pointwise"
+
+
+def _deps(v: ir.Value, mat: set[int]) -> set[int]:
+    """Materialised values v's kernel reads (through its fused expression)."""
+    out: set[int] = set()
+    stack = list(v.args)
+    while stack:
+        a = stack.pop()
+        if a.id in mat:
+            out.add(a.id)
+        else:
+            stack.extend(a.args)
+    return out
+
+
+def _order(mvals: list[ir.Value], mat: set[int], writers: set[int]) -> list[ir.Value]:
+    """Topological order of the kernels that postpones writes into arguments, so that the
+    readers of an argument's original content run before it is overwritten."""
+    deps = {v.id: _deps(v, mat) for v in mvals}
+    done: set[int] = set()
+    order: list[ir.Value] = []
+    pending = list(mvals)
+    while pending:
+        ready = [v for v in pending if deps[v.id] <= done]
+        pick = next((v for v in ready if v.id not in writers), ready[0])
+        order.append(pick)
+        done.add(pick.id)
+        pending.remove(pick)
+    return order
+
+
+def _read_positions(values, users, pos) -> dict[int, set[int]]:
+    """For each value, the kernels (positions) that read its content."""
+    rp: dict[int, set[int]] = {}
+    for v in reversed(values):
+        if v.id in pos:
+            rp[v.id] = {pos[v.id]}
+        else:
+            s: set[int] = set()
+            for u in users[v.id]:
+                s |= rp[u.id]
+            rp[v.id] = s
+    return rp
+
+
+def _others_before(base, writer, users, read_pos, pos) -> bool:
+    """Whether every reader of base other than writer runs no later than writer's own
+    kernel (a read in that kernel is part of writer's value: dx::assign handles it)."""
+    return all(p <= pos[writer.id] for u in users[base.id] if u is not writer
+               for p in read_pos[u.id])
+
+
+def _in_place_legal(group: list[ir.Value], inp: ir.Value | None, users, read_pos, pos) -> bool:
+    """Whether a group holding a mutated argument's final value may live in the argument's
+    memory: its first write (the oldest member, at its own kernel) comes after every read
+    of the argument's original content, other than reads by that kernel itself."""
+    if inp is None:
+        return True
+    first = min(group, key=lambda m: pos[m.id])
+    for u in users[inp.id]:
+        if u is first and first.op == "setitem" and first.args[0] is inp \
+                and inp not in first.args[1:]:
+            continue  # the base of the first write is the buffer itself
+        if any(p > pos[first.id] for p in read_pos[u.id]):
+            return False
+    return True
+
+
+def _reads(v: ir.Value, target: ir.Value, storage: dict) -> bool:
+    """Whether v's fused expression reads target."""
+    stack = list(v.args)
+    while stack:
+        a = stack.pop()
+        if a is target:
+            return True
+        if storage.get(a.id) in ("lazy", "leaf"):
+            stack.extend(a.args)
+    return False
+
+
+def _chain_input(v: ir.Value) -> int | None:
+    """The argument index v is a version of (through setitem bases), if any."""
+    while v.op == "setitem":
+        v = v.args[0]
+    return v.attr("index") if v.op == "input" else None
+
+
+def _cse(graph: ir.Graph) -> tuple[list[ir.Value], dict[int, ir.Value]]:
+    """Structural hashing: values with the same op, args, attrs, dtype and shape become
+    one. setitem values stay distinct (each is a version of a buffer)."""
+    table: dict[tuple, ir.Value] = {}
+    remap: dict[int, ir.Value] = {}
+    out: list[ir.Value] = []
+    for v in graph.values:
+        args = tuple(remap[a.id] for a in v.args)
+        key = None
+        if v.op != "setitem":
+            key = (v.op, tuple(a.id for a in args), _typed(v.attrs), v.dtype, tuple(v.shape))
+            if key in table:
+                remap[v.id] = table[key]
+                continue
+        nv = v if all(a is b for a, b in zip(args, v.args)) else \
+            ir.Value(v.op, args, v.dtype, v.shape, v.attrs, v.id)
+        remap[v.id] = nv
+        if key is not None:
+            table[key] = nv
+        out.append(nv)
+    return out, remap
+
+
+def _typed(x):
+    # 1, 1.0 and True are equal in Python; as constants they are different values.
+    if isinstance(x, tuple):
+        return tuple(_typed(e) for e in x)
+    return (type(x).__name__, x)

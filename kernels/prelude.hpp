@@ -1,0 +1,301 @@
+// kernels/prelude.hpp — the one header a generated CPU unit includes (precompiled: see
+// bridge/dynexpr/cache.py). It brings in the library and the C ABI, and the few helpers
+// generated code needs that are not library API: argument checking against the graph's
+// dtypes and shapes, dynamic sizes, views of leaves, and the exception barrier.
+//
+// A unit reads (bridge/dynexpr/codegen.py writes it; tests/python/golden/ hold examples):
+//
+//   #include "prelude.hpp"
+//   namespace dx = dynexpr;
+//   namespace dxk = dynexpr::kernel;
+//   static void run(dxk::frame& f) {
+//     const auto x0 = f.input<float>(0, {1024});
+//     const auto o0 = f.output<float>(0, {1024});
+//     dx::assign(o0, dxk::typed<float>(dx::tanh(x0 * 2.0)));
+//   }
+//   DYNEXPR_UNIT(run, 1, 1)
+#pragma once
+
+#include <dynexpr/dynexpr.hpp>
+
+#include <cstring>
+#include <initializer_list>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "abi.h"
+
+namespace dynexpr::kernel {
+
+/// What dynexpr_kernel returns; the bridge (bridge/_native.c) raises the matching Python
+/// exception. ABI-visible: append only.
+enum status : std::int32_t {
+  status_ok = 0,
+  status_internal = 1,  // RuntimeError: a bug in dynexpr, not in the user's code
+  status_value = 2,     // ValueError: shapes that do not broadcast, an empty max, ...
+  status_index = 3,     // IndexError
+  status_memory = 4,    // MemoryError
+  status_type = 5,      // TypeError: an argument of the wrong dtype or rank
+};
+
+/// An argument that does not match what the unit was compiled for.
+struct argument_error : dynexpr::error {
+  std::int32_t code;
+  argument_error(std::int32_t c, const std::string& what) : dynexpr::error(what), code(c) {}
+};
+
+/// One extent of an argument's shape as the unit expects it: a constant, or dynamic size
+/// number `id` (bound by the first argument that has it, checked against the others).
+struct extent {
+  index_t value = 0;
+  int sym = -1;
+  constexpr extent(int v) : value(v) {}
+  constexpr extent(long v) : value(v) {}
+  constexpr extent(long long v) : value(v) {}
+};
+struct dyn {
+  int id;
+  operator extent() const {
+    extent e(0);
+    e.sym = id;
+    return e;
+  }
+};
+
+template <class T>
+constexpr std::int32_t code_of() {
+  return static_cast<std::int32_t>(dtype_of<T>());
+}
+
+inline const char* code_name(std::int32_t c) {
+  static const char* names[] = {"bool", "uint8", "int32", "int64", "float32", "float64"};
+  return c >= 0 && c < 6 ? names[c] : "an unknown dtype";
+}
+
+/// The arguments of one call, checked as they are bound. Dynamic sizes live here.
+class frame {
+ public:
+  static constexpr int max_symbols = 16;
+
+  frame(const dx_array* in, std::int32_t n_in, const dx_array* out, std::int32_t n_out,
+        std::int32_t want_in, std::int32_t want_out)
+      : in_(in), out_(out) {
+    if (n_in != want_in || n_out != want_out)
+      throw argument_error(status_type, "dynexpr: kernel called with " + std::to_string(n_in) +
+                                            " inputs and " + std::to_string(n_out) +
+                                            " outputs; it takes " + std::to_string(want_in) +
+                                            " and " + std::to_string(want_out));
+  }
+
+  /// Input i, read-only.
+  template <class T>
+  View<const T> input(int i, std::initializer_list<extent> shape) {
+    return bind<T>(in_[i], "input", i, shape);
+  }
+  /// Input i, which the graph writes to (an argument mutated in place).
+  template <class T>
+  View<T> inout(int i, std::initializer_list<extent> shape) {
+    return bind<T>(in_[i], "input", i, shape);
+  }
+  /// Output i, allocated by the caller.
+  template <class T>
+  View<T> output(int i, std::initializer_list<extent> shape) {
+    return bind<T>(out_[i], "output", i, shape);
+  }
+  /// A shape with its dynamic sizes resolved (all bound by the inputs by now).
+  Shape shape(std::initializer_list<extent> shape) const {
+    Shape s;
+    for (const extent& e : shape) s.push_back(e.sym < 0 ? e.value : sym_[e.sym]);
+    return s;
+  }
+
+ private:
+  template <class T>
+  View<T> bind(const dx_array& a, const char* role, int i, std::initializer_list<extent> shape) {
+    // Messages are built only on failure: this runs on every call.
+    auto fail = [&](std::int32_t code, const std::string& what) {
+      throw argument_error(code, std::string("dynexpr: kernel ") + role + " " +
+                                     std::to_string(i) + what);
+    };
+    if (a.dtype != code_of<T>())
+      fail(status_type, std::string(" has dtype ") + code_name(a.dtype) + ", expected " +
+                            code_name(code_of<T>()));
+    if (a.ndim != static_cast<std::int32_t>(shape.size()))
+      fail(status_type, " has " + std::to_string(a.ndim) + " dimensions, expected " +
+                            std::to_string(shape.size()));
+    if (a.ndim > max_rank || (a.ndim > 0 && (!a.shape || !a.strides)))
+      fail(status_type, ": bad descriptor (rank or null shape/strides)");
+    Shape s;
+    Strides st;
+    index_t size = 1;
+    int k = 0;
+    for (const extent& e : shape) {
+      const index_t got = a.shape[k];
+      if (got < 0) fail(status_value, ": negative extent");
+      if (e.sym < 0) {
+        if (got != e.value)
+          fail(status_value, " has extent " + std::to_string(got) + " in dimension " +
+                                 std::to_string(k) + ", expected " + std::to_string(e.value));
+      } else if (e.sym >= max_symbols) {
+        fail(status_internal, ": too many dynamic sizes");
+      } else if (bound_[e.sym]) {
+        if (got != sym_[e.sym])
+          fail(status_value, " has extent " + std::to_string(got) + " in dimension " +
+                                 std::to_string(k) + ", which must equal " +
+                                 std::to_string(sym_[e.sym]) +
+                                 " (the same dynamic size elsewhere)");
+      } else {
+        bound_[e.sym] = true;
+        sym_[e.sym] = got;
+      }
+      s.push_back(got);
+      st.push_back(a.strides[k]);
+      size *= got;
+      ++k;
+    }
+    if (size > 0 && !a.data) fail(status_type, ": null data pointer");
+    return View<T>(static_cast<T*>(a.data), s, st);
+  }
+
+  const dx_array* in_;
+  const dx_array* out_;
+  index_t sym_[max_symbols] = {};
+  bool bound_[max_symbols] = {};
+};
+
+/// e as an expression of dtype T: itself when its dtype is T, else cast (astype). The
+/// graph decided every dtype with NumPy's rules; this pins each value to it.
+template <Element T, Operand E>
+auto typed(E&& e) {
+  auto x = as_expr(std::forward<E>(e));
+  if constexpr (std::is_same_v<typename decltype(x)::value_type, T>) return x;
+  else return cast<T>(std::move(x));
+}
+
+/// A materialised result (reduction, matmul) as a Tensor of dtype T: itself when its
+/// dtype is T, else converted.
+template <Element T, Element U>
+Tensor<T> tensor(Tensor<U>&& t) {
+  if constexpr (std::is_same_v<T, U>) return std::move(t);
+  else return dynexpr::eval(cast<T>(t));
+}
+
+/// A read-only view of one value repeated over `shape` (np.full without the memory).
+template <class T>
+View<const T> splat(const T* value, const Shape& shape) {
+  return View<const T>(value, shape, Strides::filled(shape.size(), 0));
+}
+
+/// np.expand_dims(v, axes), axes already normalised against the result rank, sorted.
+template <class T>
+View<T> expand_dims(const View<T>& v, std::initializer_list<int> axes) {
+  Shape s;
+  Strides st;
+  int src = 0;
+  const int nd = v.ndim() + static_cast<int>(axes.size());
+  for (int i = 0; i < nd; ++i) {
+    bool inserted = false;
+    for (int a : axes) inserted = inserted || a == i;
+    if (inserted) s.push_back(1), st.push_back(0);
+    else s.push_back(v.shape()[src]), st.push_back(v.strides()[src]), ++src;
+  }
+  return View<T>(v.data(), s, st);
+}
+
+/// np.squeeze(v, axes): axes normalised; each must have extent 1 (checked).
+template <class T>
+View<T> squeeze(const View<T>& v, std::initializer_list<int> axes) {
+  Shape s;
+  Strides st;
+  for (int i = 0; i < v.ndim(); ++i) {
+    bool drop = false;
+    for (int a : axes) drop = drop || a == i;
+    if (drop && v.shape()[i] != 1)
+      throw value_error("dynexpr: cannot select an axis to squeeze out which has size not "
+                        "equal to one");
+    if (!drop) s.push_back(v.shape()[i]), st.push_back(v.strides()[i]);
+  }
+  return View<T>(v.data(), s, st);
+}
+
+/// np.reshape(v, shape): a view when the strides allow it, else a copy kept in `keep`
+/// (NumPy copies in the same cases).
+template <class T>
+View<const std::remove_const_t<T>> reshape(const View<T>& v, const Shape& shape,
+                                           Tensor<std::remove_const_t<T>>& keep) {
+  using U = std::remove_const_t<T>;
+  try {
+    return View<const U>(v.reshape(shape));
+  } catch (const shape_error&) {
+    if (shape_size(shape) != v.size()) throw;
+    keep = v.copy();
+    return View<const U>(keep.view().reshape(shape));
+  }
+}
+
+/// A readable view of a Tensor or View (for view operations on materialised values).
+template <Element T>
+View<const T> view_of(const Tensor<T>& t) {
+  return t.view();
+}
+template <class T>
+View<const std::remove_const_t<T>> view_of(const View<T>& v) {
+  return v;
+}
+
+inline void write_error(char* err, std::size_t len, const char* msg) noexcept {
+  if (!err || len == 0) return;
+  std::size_t n = std::strlen(msg);
+  if (n >= len) n = len - 1;
+  std::memcpy(err, msg, n);
+  err[n] = '\0';
+}
+
+/// Runs a unit's body; every exception becomes a status and a message (no C++ exception
+/// crosses the C ABI).
+template <class F>
+std::int32_t guarded(char* err, std::size_t len, F&& body) noexcept {
+  try {
+    body();
+    return status_ok;
+  } catch (const argument_error& e) {
+    write_error(err, len, e.what());
+    return e.code;
+  } catch (const shape_error& e) {
+    write_error(err, len, e.what());
+    return status_value;
+  } catch (const value_error& e) {
+    write_error(err, len, e.what());
+    return status_value;
+  } catch (const index_error& e) {
+    write_error(err, len, e.what());
+    return status_index;
+  } catch (const std::bad_alloc&) {
+    write_error(err, len, "dynexpr: out of memory in a compiled kernel");
+    return status_memory;
+  } catch (const std::exception& e) {
+    write_error(err, len, e.what());
+    return status_internal;
+  } catch (...) {
+    write_error(err, len, "dynexpr: unknown C++ exception in a compiled kernel");
+    return status_internal;
+  }
+}
+
+}  // namespace dynexpr::kernel
+
+/// The two exported functions of kernels/abi.h around `static void RUN(dxk::frame&)`.
+#define DYNEXPR_UNIT(RUN, N_IN, N_OUT)                                                      \
+  extern "C" __attribute__((visibility("default"))) std::int32_t dynexpr_abi_version(void) { \
+    return DYNEXPR_ABI_VERSION;                                                             \
+  }                                                                                         \
+  extern "C" __attribute__((visibility("default"))) std::int32_t dynexpr_kernel(            \
+      const dx_array* in, std::int32_t n_in, const dx_array* out, std::int32_t n_out,       \
+      char* err, std::size_t err_len) {                                                     \
+    return ::dynexpr::kernel::guarded(err, err_len, [&] {                                   \
+      ::dynexpr::kernel::frame f(in, n_in, out, n_out, (N_IN), (N_OUT));                    \
+      RUN(f);                                                                               \
+    });                                                                                     \
+  }

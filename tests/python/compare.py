@@ -1,0 +1,39 @@
+"""Comparing a captured result with plain NumPy's: types, dtypes, shapes, values."""
+
+import numpy as np
+
+# Tolerances per dtype: the compiled backend may use SIMD math within the op table's ULP
+# bounds and another summation order; eager must match NumPy to the last bit anyway.
+TOL = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
+
+
+def assert_same(expected, got, path="result", tol=None):
+    assert type(got) is type(expected), (
+        f"{path}: type {type(got).__name__}, NumPy gives {type(expected).__name__}"
+    )
+    if isinstance(expected, (tuple, list)):
+        assert len(got) == len(expected), f"{path}: length {len(got)} != {len(expected)}"
+        for i, (e, g) in enumerate(zip(expected, got)):
+            assert_same(e, g, f"{path}[{i}]", tol)
+    elif isinstance(expected, dict):
+        assert list(got) == list(expected), f"{path}: keys {list(got)} != {list(expected)}"
+        for k in expected:
+            assert_same(expected[k], got[k], f"{path}[{k!r}]", tol)
+    elif isinstance(expected, (np.ndarray, np.generic)):
+        assert got.dtype == expected.dtype, (
+            f"{path}: dtype {got.dtype}, NumPy gives {expected.dtype}"
+        )
+        assert np.shape(got) == np.shape(expected), (
+            f"{path}: shape {np.shape(got)} != {np.shape(expected)}"
+        )
+        if expected.dtype.kind == "f":
+            rtol, atol = (tol or TOL).get(expected.dtype.name, (1e-3, 1e-3))
+            np.testing.assert_allclose(
+                got, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=path
+            )
+        else:
+            np.testing.assert_array_equal(got, expected, err_msg=path)
+    else:
+        assert got == expected or (got != got and expected != expected), (
+            f"{path}: {got!r} != {expected!r}"
+        )

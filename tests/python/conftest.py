@@ -1,0 +1,36 @@
+"""pytest setup for dynexpr's Python tests: runs from a source checkout (bridge/ on
+sys.path when dynexpr is not installed) and starts every test from a clean state."""
+
+import os
+import sys
+import warnings
+
+try:
+    import dynexpr  # noqa: F401  (an installed or editable dynexpr)
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bridge"))
+    import dynexpr  # noqa: F401
+
+import pytest
+
+BACKENDS = ["eager", "cpu"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynexpr():
+    dynexpr.reset()
+    saved = {
+        k: getattr(dynexpr.config, k)
+        for k in ("recompile_limit", "suppress_errors", "accumulated_recompile_limit")
+    }
+    with warnings.catch_warnings():
+        # Until the native runtime lands, backend="cpu" falls back to eager with a warning.
+        warnings.filterwarnings("ignore", message=".*backend='cpu' is not available.*")
+        yield
+    for k, v in saved.items():
+        setattr(dynexpr.config, k, v)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param

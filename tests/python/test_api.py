@@ -1,0 +1,265 @@
+"""The public API: decorator forms, options, misuse errors, config, reset, disable,
+callable backends, cache_info, logs, and the op list checked against the C++ op table."""
+
+import logging
+import pathlib
+import re
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import dynexpr
+from compare import assert_same
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def double(x):
+    return x * 2
+
+
+# --- misuse names the mistake ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [42, "f", None.__class__, np.sum, len])
+def test_capture_of_a_non_function_is_a_type_error(bad):
+    with pytest.raises(TypeError, match=r"dynexpr.capture\(.*expected a Python function"):
+        dynexpr.capture(bad)
+
+
+def test_unknown_options_are_named():
+    with pytest.raises(TypeError, match="unknown option.*bakend.*options are backend"):
+        dynexpr.capture(double, bakend="eager")
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+        dynexpr.capture(double, backend="gpu")
+    with pytest.raises(ValueError, match="unknown mode 'fast'"):
+        dynexpr.capture(double, mode="fast")
+    with pytest.raises(TypeError, match="fullgraph must be True or False"):
+        dynexpr.capture(double, fullgraph="yes")
+    with pytest.raises(TypeError, match="dynamic must be"):
+        dynexpr.capture(double, dynamic="auto")
+    with pytest.raises(NotImplementedError, match="dynamic shapes"):
+        dynexpr.capture(double, dynamic=True)
+
+
+def test_config_rejects_unknown_settings_and_wrong_types():
+    with pytest.raises(AttributeError, match="recompile_limit"):
+        dynexpr.config.recompile_limt = 3
+    with pytest.raises(TypeError, match="must be int"):
+        dynexpr.config.recompile_limit = "8"
+    with pytest.raises(ValueError, match=">= 0"):
+        dynexpr.config.recompile_limit = -1
+    assert "recompile_limit=" in repr(dynexpr.config)
+    assert dynexpr.config.accumulated_recompile_limit == 256
+
+
+def test_mark_dynamic_is_not_implemented_yet():
+    with pytest.raises(NotImplementedError, match="not implemented"):
+        dynexpr.mark_dynamic(np.ones(3), 0)
+
+
+# --- forms of use ------------------------------------------------------------------------------
+
+
+def test_decorator_forms(backend):
+    @dynexpr.capture
+    def a(x):
+        return x + 1
+
+    @dynexpr.capture()
+    def b(x):
+        return x + 2
+
+    @dynexpr.capture(backend=backend, fuse=False)
+    def c(x):
+        return x + 3
+
+    x = np.ones(2)
+    assert_same(x + 1, a(x))
+    assert_same(x + 2, b(x))
+    assert_same(x + 3, c(x))
+    assert a.__name__ == "a" and a.__wrapped__.__name__ == "a"
+
+
+def test_captured_method_and_captured_bound_method():
+    class Layer:
+        scale = 3.0
+
+        @dynexpr.capture(backend="eager")
+        def forward(self, x):
+            return x * self.scale
+
+    layer = Layer()
+    assert_same(np.full(2, 3.0), layer.forward(np.ones(2)))
+    bound = dynexpr.capture(Layer().forward, backend="eager")
+    assert_same(np.full(2, 3.0), bound(np.ones(2)))
+    assert dynexpr.explain(layer.forward, np.ones(2)).graph_count == 1
+
+
+def test_keyword_and_default_arguments_bind_like_python():
+    def g(x, y=2.0, *, z=1.0):
+        return x * y + z
+
+    f = dynexpr.capture(g, backend="eager")
+    x = np.ones(2)
+    assert_same(g(x), f(x))
+    assert_same(g(x, z=5.0, y=3.0), f(x, z=5.0, y=3.0))
+    with pytest.raises(TypeError):
+        f(x, w=1)
+
+
+def test_captured_function_calling_another_is_inlined():
+    inner = dynexpr.capture(lambda x: x * 2, backend="eager")
+    outer = dynexpr.capture(lambda x: inner(x) + 1, backend="eager")
+    x = np.ones(3)
+    assert_same(x * 2 + 1, outer(x))
+    assert dynexpr.explain(outer, x).graph_count == 1
+    assert inner.cache_info().misses == 0  # inlined, not called
+
+
+def test_cache_info_is_a_named_tuple():
+    f = dynexpr.capture(double, backend="eager")
+    f(np.ones(2))
+    f(np.ones(2))
+    i = f.cache_info()
+    assert (i.hits, i.misses, i.compiles, i.entries) == (1, 1, 1, 1) and i._fields == (
+        "hits",
+        "misses",
+        "compiles",
+        "entries",
+    )
+
+
+def test_reset_forgets_every_capture():
+    f = dynexpr.capture(double, backend="eager")
+    f(np.ones(2))
+    dynexpr.reset()
+    assert f.cache_info() == (0, 0, 0, 0)
+    f(np.ones(2))
+    assert f.cache_info().misses == 1
+
+
+def test_disable():
+    @dynexpr.disable
+    def opaque(x):
+        return x - 1
+
+    f = dynexpr.capture(lambda x: opaque(x * 2), backend="eager")
+    assert_same(np.ones(2), f(np.ones(2)))
+    assert "dynexpr.disable" in f.entries[0].reason.reason
+    g = dynexpr.capture(opaque, backend="eager")
+    assert_same(np.zeros(2), g(np.ones(2)))
+    assert g.cache_info().entries == 0
+
+
+# --- backends ------------------------------------------------------------------------------
+
+
+def test_callable_backend_receives_the_graph_and_example_inputs():
+    seen = []
+
+    def backend(graph, example_inputs):
+        seen.append((graph.ops(), [a.shape for a in example_inputs]))
+        return dynexpr.eager.compile_graph(graph)
+
+    f = dynexpr.capture(lambda x, y: np.exp(x) + y, backend=backend)
+    assert_same(np.exp(np.ones(3)) + 1, f(np.ones(3), np.ones(3)))
+    assert seen == [(["exp", "add"], [(3,), (3,)])]
+
+
+def test_backend_returning_a_non_callable_is_a_type_error():
+    f = dynexpr.capture(double, backend=lambda g, inputs: 42)
+    with pytest.raises(TypeError, match="not a callable"):
+        f(np.ones(2))
+
+
+def test_cpu_falls_back_to_eager_with_one_warning(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dynexpr._native", None)  # as in a build without it
+    dynexpr.captured._state["runtime"] = None
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            f = dynexpr.capture(double, backend="cpu")
+            assert_same(np.full(2, 2.0), f(np.ones(2)))
+    msgs = [str(m.message) for m in w if issubclass(m.category, dynexpr.DynexprWarning)]
+    assert len(msgs) == 1 and "backend='cpu' is not available" in msgs[0]
+    dynexpr.captured._state["runtime"] = None
+
+
+def test_internal_errors_raise_or_fall_back_with_suppress_errors(monkeypatch):
+    from dynexpr.capture.errors import InternalError
+
+    def broken(fn, bound):
+        raise InternalError("dynexpr: internal error (simulated)")
+
+    monkeypatch.setattr(dynexpr.captured, "translate", broken)
+    f = dynexpr.capture(double, backend="eager")
+    with pytest.raises(InternalError):
+        f(np.ones(2))
+    dynexpr.config.suppress_errors = True
+    with pytest.warns(dynexpr.DynexprWarning, match="simulated"):
+        assert_same(np.full(2, 2.0), f(np.ones(2)))
+
+
+# --- explain and logs ------------------------------------------------------------------------
+
+
+def test_explain_of_a_captured_graph():
+    ex = dynexpr.explain(lambda x, y: np.tanh(x) * y + 1, np.ones(3, np.float32), 2.0)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0)
+    assert ex.ops_per_graph == [["tanh", "multiply", "add"]]
+    kinds = {g.kind for g in ex.guards}
+    assert {"TYPE", "DTYPE", "SHAPE", "STRIDES_CLASS", "VALUE"} <= kinds
+    text = str(ex)
+    assert "Graph count: 1" in text and "tanh(%0)" in text and "y == 2.0 (float)" in text
+    with pytest.raises(TypeError, match="expected a Python function"):
+        dynexpr.explain(np.sum, np.ones(2))
+
+
+def test_logs_guards_recompiles_output_code(caplog):
+    dynexpr.logs.configure("guards,recompiles,output_code")
+    try:
+        f = dynexpr.capture(double, backend="eager")
+        with caplog.at_level(logging.INFO, logger="dynexpr"):
+            f(np.ones(2))
+            f(np.ones(3))
+        assert "x.shape == (2,)" in caplog.text  # guards
+        assert "capturing again (entry 2): entry 1 needs x.shape == (2,)" in caplog.text
+        assert "multiply(%0, %1)" in caplog.text  # the captured graph
+    finally:
+        dynexpr.logs.configure("")
+
+
+def test_unknown_log_topic_is_reported_not_fatal(capsys):
+    assert dynexpr.logs.configure("guards,gaurds") == ["guards"]
+    assert "gaurds" in capsys.readouterr().err
+    dynexpr.logs.configure("")
+
+
+# --- one op list: Python's matches the C++ op table --------------------------------------------
+
+
+def test_op_names_exist_in_the_cpp_op_table():
+    from dynexpr.capture.np_ops import OP_TABLE_OPS
+
+    text = "".join(p.read_text() for p in (ROOT / "include/dynexpr/ops").glob("*.hpp"))
+    cpp = set(re.findall(r'name = "(\w+)"', text))
+    cpp |= set(re.findall(r'DYNEXPR_\w+_OP\(\s*\w+,\s*"(\w+)"', text))
+    missing = sorted(set(OP_TABLE_OPS) - cpp)
+    assert not missing, f"ops the translator emits but the C++ op table lacks: {missing}"
+    # and every NumPy-named op of the table is reachable from Python
+    numpy_named = {n for n in cpp if hasattr(np, n) and isinstance(getattr(np, n), np.ufunc)}
+    assert not sorted(numpy_named - set(OP_TABLE_OPS))
+
+
+def test_max_rank_matches_the_cpp_core():
+    from dynexpr.capture.graph import MAX_RANK
+
+    text = (ROOT / "include/dynexpr/core/config.hpp").read_text()
+    assert re.search(r"max_rank = (\d+);", text).group(1) == str(MAX_RANK)
+    x = np.ones((1,) * (MAX_RANK + 1))
+    f = dynexpr.capture(lambda x: x + 1, backend="eager")
+    assert_same(x + 1, f(x))
+    assert "at most 8" in f.entries[0].reason.reason
