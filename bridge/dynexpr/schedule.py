@@ -275,7 +275,7 @@ def _in_place_legal(group: list[ir.Value], inp: ir.Value | None, users, read_pos
     if inp is None:
         return True
     first = min(group, key=lambda m: pos[m.id])
-    for u in users[inp.id]:
+    for u in users.get(inp.id, ()):  # an argument only written (out=) has no readers
         if u is first and first.op == "setitem" and first.args[0] is inp \
                 and inp not in first.args[1:]:
             continue  # the base of the first write is the buffer itself

@@ -32,17 +32,7 @@ using dx::index_t;
 using dx::Shape;
 using dx::Strides;
 
-// Note [known compile bugs]
-// Two things used here do not compile against the library as it is now (reported):
-// multiply of two uint8 vectors (x * 2 with x uint8) and less_equal/greater_equal at an
-// integer compute type (u >= i). They are part of this test;
-// DYNEXPR_TEST_SKIP_KNOWN_COMPILE_BUGS (as in test_ops.cpp) only drops them so the rest can
-// run until the library is fixed, after which the switch should go.
-#ifdef DYNEXPR_TEST_SKIP_KNOWN_COMPILE_BUGS
-#define DX_NUMERIC_DTYPES std::int32_t, std::int64_t, float, double
-#else
 #define DX_NUMERIC_DTYPES std::uint8_t, std::int32_t, std::int64_t, float, double
-#endif
 #define DX_FLOAT_DTYPES float, double
 
 template <class E, class F>
@@ -568,14 +558,11 @@ TEST_CASE("eval: comparisons give bool tensors that feed where and logical ops")
   auto lt = dx::eval(f < d);
   static_assert(std::is_same_v<decltype(lt), dx::Tensor<bool>>);
   expect_elements(lt, Shape{n}, [&](const auto& k) { return double(f.data()[k[0]]) < d.data()[k[0]]; });
-  dx::Tensor<bool> eq = i == u, ne = i != 3, gt = f > i, le = d <= 0.25;
+  dx::Tensor<bool> eq = i == u, ne = i != 3, gt = f > i, le = d <= 0.25, ge = u >= i, ile = i <= l;
   expect_elements(eq, Shape{n}, [&](const auto& k) { return i.data()[k[0]] == std::int32_t(u.data()[k[0]]); });
   expect_elements(ne, Shape{n}, [&](const auto& k) { return i.data()[k[0]] != 3; });
-#ifndef DYNEXPR_TEST_SKIP_KNOWN_COMPILE_BUGS  // Note [known compile bugs]
-  dx::Tensor<bool> ge = u >= i, ile = i <= l;
   expect_elements(ge, Shape{n}, [&](const auto& k) { return std::int32_t(u.data()[k[0]]) >= i.data()[k[0]]; });
   expect_elements(ile, Shape{n}, [&](const auto& k) { return i.data()[k[0]] <= l.data()[k[0]]; });
-#endif
   expect_elements(gt, Shape{n}, [&](const auto& k) { return double(f.data()[k[0]]) > double(i.data()[k[0]]); });
   expect_elements(le, Shape{n}, [&](const auto& k) { return d.data()[k[0]] <= 0.25; });
 

@@ -56,14 +56,6 @@ using LD = long double;
 
 constexpr auto kAllDtypes = hana::tuple_t<bool, std::uint8_t, std::int32_t, std::int64_t, float, double>;
 
-// Note [known compile bugs]
-// Two parts of this test do not compile against the library as it is now (reported):
-// less_equal at integer compute types (Highway's operator<= for integer vectors is an
-// unconstrained template whose body needs operator>=, which AVX2 integer vectors lack), and
-// abs/floor/ceil/trunc of bool inside mixed expressions (their bodies receive masks of
-// non-uint8 lane types). Both are part of the test; DYNEXPR_TEST_SKIP_KNOWN_COMPILE_BUGS
-// only lets the rest run until the library is fixed, after which the switch should go.
-
 constexpr LD kReferenceSlack = 1.0L / 1024;
 constexpr LD kPi = 3.141592653589793238462643383279502884L;
 
@@ -1025,11 +1017,7 @@ TEST_CASE_TEMPLATE("comparisons: all six, every dtype, NaN compares unequal", T,
   check_binary_against_scalar<ops::equal_op>(v, v);
   check_binary_against_scalar<ops::not_equal_op>(v, v);
   check_binary_against_scalar<ops::less_op>(v, v);
-#ifndef DYNEXPR_TEST_SKIP_KNOWN_COMPILE_BUGS  // Note [known compile bugs]
   check_binary_against_scalar<ops::less_equal_op>(v, v);
-#else
-  if constexpr (dx::is_float_v<T>) check_binary_against_scalar<ops::less_equal_op>(v, v);
-#endif
   check_binary_against_scalar<ops::greater_op>(v, v);
   check_binary_against_scalar<ops::greater_equal_op>(v, v);
   if constexpr (dx::is_float_v<T>) {
@@ -1530,7 +1518,6 @@ TEST_CASE_TEMPLATE("fma contraction: not for integers (exact wrap-around)", T, s
 // A bool node feeding an op of another compute type is read as a mask of that type
 // (eval/evaluator.hpp): the bool bodies of abs and floor/ceil/trunc must accept masks of
 // any lane type, not only of uint8.
-#ifndef DYNEXPR_TEST_SKIP_KNOWN_COMPILE_BUGS  // Note [known compile bugs]
 TEST_CASE("absolute, floor, ceil, trunc of bool inside mixed expressions") {
   const dx::Tensor<bool> b = make_tensor<bool>({true, false, true, true, false, true, false, false, true, true, false});
   const dx::Tensor<std::int32_t> i(Shape{11}, 10);
@@ -1549,7 +1536,6 @@ TEST_CASE("absolute, floor, ceil, trunc of bool inside mixed expressions") {
     CHECK(r5.at(k) == (v ? 11.0 : 10.0));
   }
 }
-#endif
 
 // ---------------------------------------------------------------------------------------
 // The registry

@@ -38,19 +38,6 @@ using ld = long double;
 
 #define DX_ALL_DTYPES bool, std::uint8_t, std::int32_t, std::int64_t, float, double
 
-// Note [known compile bugs]
-// argmin/argmax of a bool input does not compile against the library as it is now
-// (reported: eval/reductions.hpp keeps per-column bests in a std::vector<bool>).
-// Those cases are part of this test; DYNEXPR_TEST_SKIP_KNOWN_COMPILE_BUGS (as in
-// test_ops.cpp) only drops them so the rest can run until the library is fixed.
-#ifdef DYNEXPR_TEST_SKIP_KNOWN_COMPILE_BUGS
-constexpr bool kSkipKnownCompileBugs = true;
-#else
-constexpr bool kSkipKnownCompileBugs = false;
-#endif
-template <class T>
-constexpr bool kSkipArgBool = kSkipKnownCompileBugs && std::is_same_v<T, bool>;
-
 template <class E, class F>
 std::string message_of(F&& f) {
   try {
@@ -306,11 +293,11 @@ outcome run_kind(kind k, const X& x, const A& axes, bool keepdims) {
       case kind::std0: return to_outcome(dx::std(x, axes, keepdims, 0));
       case kind::std1: return to_outcome(dx::std(x, axes, keepdims, 1));
       case kind::argmin:
-        if constexpr (std::is_same_v<A, int> && !kSkipArgBool<typename X::value_type>)
+        if constexpr (std::is_same_v<A, int>)
           return to_outcome(dx::argmin(x, axes, keepdims));
         break;
       case kind::argmax:
-        if constexpr (std::is_same_v<A, int> && !kSkipArgBool<typename X::value_type>)
+        if constexpr (std::is_same_v<A, int>)
           return to_outcome(dx::argmax(x, axes, keepdims));
         break;
     }
@@ -337,11 +324,9 @@ outcome run_scalar(kind k, const X& x) {
       case kind::var0: return scalar_outcome(dx::var(x));
       case kind::std0: return scalar_outcome(dx::std(x));
       case kind::argmin:
-        if constexpr (!kSkipArgBool<typename X::value_type>) return scalar_outcome(dx::argmin(x));
-        break;
+        return scalar_outcome(dx::argmin(x));
       case kind::argmax:
-        if constexpr (!kSkipArgBool<typename X::value_type>) return scalar_outcome(dx::argmax(x));
-        break;
+        return scalar_outcome(dx::argmax(x));
       case kind::var1:
       case kind::std1: return scalar_outcome(dx::var(x));  // no scalar ddof form
     }
@@ -407,7 +392,6 @@ void check_all_reductions(const dx::View<const T>& v, const std::string& what) {
           expect_same<T>(run_kind(k, v, neg_axes, keep), want, k, w + " (negative)");
           if (axes.size() == r) expect_same<T>(run_kind(k, v, dx::all_axes, keep), want, k, w + " all_axes");
         }
-        if (kSkipArgBool<T> && (k == kind::argmin || k == kind::argmax)) continue;
         if (axes.size() == 1) {
           const int a = static_cast<int>(axes[0]);
           expect_same<T>(run_kind(k, v, a, keep), want, k, w + " int");
@@ -698,34 +682,32 @@ TEST_CASE_TEMPLATE("reductions: NaN propagates through min/max/sum, argmax finds
 }
 
 TEST_CASE_TEMPLATE("reductions: argmin/argmax return the first occurrence", T, DX_ALL_DTYPES) {
-  if constexpr (!kSkipArgBool<T>) {  // Note [known compile bugs]
-    // [1, 0, 1, 1, 0, 1] (bools too)
-    dx::Tensor<T> x(Shape{6});
-    const int v[] = {1, 0, 1, 1, 0, 1};
-    for (int i = 0; i < 6; ++i) x.at(i) = static_cast<T>(v[i]);
-    CHECK(dx::argmax(x) == 0);
-    CHECK(dx::argmin(x) == 1);
-    dx::Tensor<T> same(Shape{1025}, T(1));
-    CHECK(dx::argmax(same) == 0);
-    CHECK(dx::argmin(same) == 0);
-    // along an axis: the inner (row) and the outer (column) loops
-    dx::Tensor<T> m(Shape{3, 4}, T(0));
-    m.at(0, 2) = T(1);
-    m.at(0, 3) = T(1);
-    m.at(2, 1) = T(1);
-    m.at(1, 1) = T(1);
-    const auto a1 = dx::argmax(m, 1), a0 = dx::argmax(m, 0), i0 = dx::argmin(m, 0);
-    CHECK(a1.at(0) == 2);
-    CHECK(a1.at(1) == 1);
-    CHECK(a1.at(2) == 1);
-    CHECK(a0.at(0) == 0);
-    CHECK(a0.at(1) == 1);
-    CHECK(a0.at(2) == 0);
-    CHECK(a0.at(3) == 0);
-    CHECK(i0.at(2) == 1);
-    auto k = dx::argmax(m, 1, true);
-    CHECK(k.shape() == Shape{3, 1});
-  }
+  // [1, 0, 1, 1, 0, 1] (bools too)
+  dx::Tensor<T> x(Shape{6});
+  const int v[] = {1, 0, 1, 1, 0, 1};
+  for (int i = 0; i < 6; ++i) x.at(i) = static_cast<T>(v[i]);
+  CHECK(dx::argmax(x) == 0);
+  CHECK(dx::argmin(x) == 1);
+  dx::Tensor<T> same(Shape{1025}, T(1));
+  CHECK(dx::argmax(same) == 0);
+  CHECK(dx::argmin(same) == 0);
+  // along an axis: the inner (row) and the outer (column) loops
+  dx::Tensor<T> m(Shape{3, 4}, T(0));
+  m.at(0, 2) = T(1);
+  m.at(0, 3) = T(1);
+  m.at(2, 1) = T(1);
+  m.at(1, 1) = T(1);
+  const auto a1 = dx::argmax(m, 1), a0 = dx::argmax(m, 0), i0 = dx::argmin(m, 0);
+  CHECK(a1.at(0) == 2);
+  CHECK(a1.at(1) == 1);
+  CHECK(a1.at(2) == 1);
+  CHECK(a0.at(0) == 0);
+  CHECK(a0.at(1) == 1);
+  CHECK(a0.at(2) == 0);
+  CHECK(a0.at(3) == 0);
+  CHECK(i0.at(2) == 1);
+  auto k = dx::argmax(m, 1, true);
+  CHECK(k.shape() == Shape{3, 1});
 }
 
 // ---------------------------------------------------------------------------------------
@@ -743,10 +725,8 @@ TEST_CASE_TEMPLATE("reductions: empty inputs", T, DX_ALL_DTYPES) {
   CHECK(std::isnan(dx::var(e)));
   CHECK_THROWS_AS(dx::min(e), dx::value_error);
   CHECK_THROWS_AS(dx::max(e), dx::value_error);
-  if constexpr (!kSkipArgBool<T>) {  // Note [known compile bugs]
-    CHECK_THROWS_AS(dx::argmax(e), dx::value_error);
-    CHECK_THROWS_AS(dx::argmin(e), dx::value_error);
-  }
+  CHECK_THROWS_AS(dx::argmax(e), dx::value_error);
+  CHECK_THROWS_AS(dx::argmin(e), dx::value_error);
   CHECK(contains(message_of<dx::value_error>([&] { (void)dx::max(e); }), "zero-size array"));
 
   const dx::Tensor<T> e03(Shape{0, 3}), e30(Shape{3, 0}), e00(Shape{0, 0});
@@ -763,24 +743,18 @@ TEST_CASE_TEMPLATE("reductions: empty inputs", T, DX_ALL_DTYPES) {
   CHECK_FALSE(dx::any(e30, 1).at(2));
   CHECK_THROWS_AS(dx::max(e03, 0), dx::value_error);
   CHECK_THROWS_AS(dx::min(e30, 1), dx::value_error);
-  if constexpr (!kSkipArgBool<T>) {
-    CHECK_THROWS_AS(dx::argmax(e30, 1), dx::value_error);
-  }
+  CHECK_THROWS_AS(dx::argmax(e30, 1), dx::value_error);
   CHECK_THROWS_AS(dx::max(e30, Shape{0, 1}), dx::value_error);
   // reducing a non-empty axis of an empty array gives an empty result, no error
   CHECK(dx::max(e03, 1).shape() == Shape{0});
-  if constexpr (!kSkipArgBool<T>) {
-    CHECK(dx::argmax(e03, 1).shape() == Shape{0});
-  }
+  CHECK(dx::argmax(e03, 1).shape() == Shape{0});
   CHECK(dx::sum(e03, 1, true).shape() == Shape{0, 1});
   // NumPy: np.zeros((0, 0)).max(axis=0) and .argmax(axis=0) raise ValueError even though
   // the result would be empty: the reduced axis is empty and max has no identity
   CHECK_THROWS_AS(dx::max(e00, 0), dx::value_error);
   CHECK_THROWS_AS(dx::min(e00, 1), dx::value_error);
-  if constexpr (!kSkipArgBool<T>) {  // Note [known compile bugs]
-    CHECK_THROWS_AS(dx::argmax(e00, 0), dx::value_error);
-    CHECK_THROWS_AS(dx::argmin(e00, 1), dx::value_error);
-  }
+  CHECK_THROWS_AS(dx::argmax(e00, 0), dx::value_error);
+  CHECK_THROWS_AS(dx::argmin(e00, 1), dx::value_error);
   // sum and friends over no axes at all return the input (np.sum(x, axis=()))
   const auto x = exact_tensor<T>(Shape{2, 3}, 41);
   auto same = dx::sum(x, Shape{});

@@ -241,6 +241,16 @@ def test_mutation_when_old_value_is_read_after():
     b.check(compiled(b))
 
 
+def test_mutated_argument_that_is_never_read():
+    # np.multiply(x, y, out=buf); buf += 1; buf[0] = np.exp(y): buf's old content is unused.
+    b = GraphBuilder(f32(4, 3), f32(3), f32(4, 3))
+    x, y, _ = b.x
+    v = b.setitem(b.ufunc("add", b.ufunc("multiply", x, y), 1), b.ufunc("exp", y), ("int", 0))
+    b.mutate(2, v)
+    b.output(b.reduce("sum", v))
+    b.check(compiled(b))
+
+
 def test_mutation_needs_writeable_argument():
     b = GraphBuilder(f64(4))
     b.mutate(0, b.ufunc("add", b.x[0], 1.0))
