@@ -120,7 +120,7 @@ struct view_evaluator {
   DYNEXPR_INLINE hn::Mask<DM> mask(DL dl, DM dm, index_t j) const {
     const hn::Rebind<S, DL> d;
     const auto v = load<M>(dl, j);
-    return simd::mask_cast(dm, d, hn::Ne(v, hn::Zero(d)));
+    return simd::mask_cast(dm, d, simd::nonzero(d, v));
   }
 };
 
@@ -171,7 +171,7 @@ DYNEXPR_INLINE hn::Mask<DM> mask_as(const Child& c, DL dl, DM dm, index_t j) {
     return c.template mask<M>(dl, dm, j);
   } else {
     const hn::Rebind<T, DL> dt;
-    return simd::mask_cast(dm, dt, hn::Ne(c.template packet<M>(dl, j), hn::Zero(dt)));
+    return simd::mask_cast(dm, dt, simd::nonzero(dt, c.template packet<M>(dl, j)));
   }
 }
 

@@ -38,6 +38,12 @@ DYNEXPR_INLINE hn::Mask<D> above_within(D d, V x, double lo, double hi) {
   using T = hn::TFromD<D>;
   return hn::And(hn::Gt(x, hn::Set(d, static_cast<T>(lo))), hn::Le(x, hn::Set(d, static_cast<T>(hi))));
 }
+/// f(x) for odd functions with f(0) = 0: +-0 lanes return x itself, so the sign of zero
+/// survives as in libm and NumPy (Highway's polynomials give +0 for sin(-0), expm1(-0)).
+template <class D, class V>
+DYNEXPR_INLINE V keep_zero(D d, V x, V r) {
+  return hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, r);
+}
 template <class T>
 inline constexpr double max_finite = static_cast<double>(std::numeric_limits<T>::max());
 }  // namespace detail
@@ -69,37 +75,37 @@ inline constexpr double max_finite = static_cast<double>(std::numeric_limits<T>:
 
 DYNEXPR_FLOAT_UNARY_OP(sqrt_op, "sqrt", "sqrt", 4, ({0, 0, 0, 1e6}), std::sqrt(x), DYNEXPR_ALL, hn::Sqrt(x))
 DYNEXPR_FLOAT_UNARY_OP(exp_op, "exp", "exp", 12, ({1, 1, -80, 80}), std::exp(x), DYNEXPR_EXP_RANGE, hn::Exp(d, x))
-DYNEXPR_FLOAT_UNARY_OP(expm1_op, "expm1", "expm1", 14, ({4, 4, -80, 80}), std::expm1(x), DYNEXPR_EXP_RANGE, hn::Expm1(d, x))
+DYNEXPR_FLOAT_UNARY_OP(expm1_op, "expm1", "expm1", 14, ({4, 4, -80, 80}), std::expm1(x), DYNEXPR_EXP_RANGE, detail::keep_zero(d, x, hn::Expm1(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(exp2_op, "exp2", "exp2", 14, ({1, 1, -120, 120}), std::exp2(x), DYNEXPR_ALL, simd::Exp2(d, x))
 DYNEXPR_FLOAT_UNARY_OP(log_op, "log", "log", 12, ({4, 4, 1e-30, 1e30}), std::log(x),
                        detail::above_within(d, x, 0, detail::max_finite<T>), hn::Log(d, x))
 DYNEXPR_FLOAT_UNARY_OP(log1p_op, "log1p", "log1p", 14, ({2, 2, -0.99, 1e30}), std::log1p(x),
-                       detail::above_within(d, x, -1, detail::max_finite<T>), hn::Log1p(d, x))
+                       detail::above_within(d, x, -1, detail::max_finite<T>), detail::keep_zero(d, x, hn::Log1p(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(log2_op, "log2", "log2", 12, ({2, 2, 1e-30, 1e30}), std::log2(x),
                        detail::above_within(d, x, 0, detail::max_finite<T>), hn::Log2(d, x))
 DYNEXPR_FLOAT_UNARY_OP(log10_op, "log10", "log10", 12, ({2, 2, 1e-30, 1e30}), std::log10(x),
                        detail::above_within(d, x, 0, detail::max_finite<T>), hn::Log10(d, x))
 DYNEXPR_FLOAT_UNARY_OP(sin_op, "sin", "sin", 16, ({3, 3, -1000, 1000}), std::sin(x),
-                       detail::within(d, x, -39000, 39000), hn::Sin(d, x))
+                       detail::within(d, x, -39000, 39000), detail::keep_zero(d, x, hn::Sin(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(cos_op, "cos", "cos", 16, ({3, 3, -1000, 1000}), std::cos(x),
                        detail::within(d, x, -39000, 39000), hn::Cos(d, x))
 DYNEXPR_FLOAT_UNARY_OP(tan_op, "tan", "tan", 30, ({1, 1, -1.5, 1.5}), std::tan(x),
-                       detail::within(d, x, -39000, 39000), simd::Tan(d, x))
-DYNEXPR_FLOAT_UNARY_OP(tanh_op, "tanh", "tanh", 16, ({4, 4, -20, 20}), std::tanh(x), DYNEXPR_FINITE, simd::Tanh(d, x))
-DYNEXPR_FLOAT_UNARY_OP(sinh_op, "sinh", "sinh", 16, ({4, 4, -80, 80}), std::sinh(x), DYNEXPR_EXP_RANGE, hn::Sinh(d, x))
+                       detail::within(d, x, -39000, 39000), detail::keep_zero(d, x, simd::Tan(d, x)))
+DYNEXPR_FLOAT_UNARY_OP(tanh_op, "tanh", "tanh", 16, ({4, 4, -20, 20}), std::tanh(x), DYNEXPR_FINITE, detail::keep_zero(d, x, simd::Tanh(d, x)))
+DYNEXPR_FLOAT_UNARY_OP(sinh_op, "sinh", "sinh", 16, ({4, 4, -80, 80}), std::sinh(x), DYNEXPR_EXP_RANGE, detail::keep_zero(d, x, hn::Sinh(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(cosh_op, "cosh", "cosh", 16, ({1.5, 1.5, -80, 80}), std::cosh(x), DYNEXPR_ALL, simd::Cosh(d, x))
-DYNEXPR_FLOAT_UNARY_OP(arcsin_op, "arcsin", "asin", 16, ({2, 2, -1, 1}), std::asin(x), detail::within(d, x, -1, 1), hn::Asin(d, x))
+DYNEXPR_FLOAT_UNARY_OP(arcsin_op, "arcsin", "asin", 16, ({3, 3, -1, 1}), std::asin(x), detail::within(d, x, -1, 1), detail::keep_zero(d, x, hn::Asin(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(arccos_op, "arccos", "acos", 16, ({2, 2, -1, 1}), std::acos(x), detail::within(d, x, -1, 1), hn::Acos(d, x))
-DYNEXPR_FLOAT_UNARY_OP(arctan_op, "arctan", "atan", 16, ({3, 3, -1e4, 1e4}), std::atan(x), DYNEXPR_FINITE, hn::Atan(d, x))
-DYNEXPR_FLOAT_UNARY_OP(arcsinh_op, "arcsinh", "asinh", 16, ({3, 3, -1e4, 1e4}), std::asinh(x), DYNEXPR_FINITE, hn::Asinh(d, x))
+DYNEXPR_FLOAT_UNARY_OP(arctan_op, "arctan", "atan", 16, ({3, 3, -1e4, 1e4}), std::atan(x), DYNEXPR_FINITE, detail::keep_zero(d, x, hn::Atan(d, x)))
+DYNEXPR_FLOAT_UNARY_OP(arcsinh_op, "arcsinh", "asinh", 16, ({3, 3, -1e4, 1e4}), std::asinh(x), DYNEXPR_FINITE, detail::keep_zero(d, x, hn::Asinh(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(arccosh_op, "arccosh", "acosh", 16, ({3, 3, 1, 1e4}), std::acosh(x),
                        detail::within(d, x, 1, detail::max_finite<T>), hn::Acosh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arctanh_op, "arctanh", "atanh", 16, ({3, 3, -0.99, 0.99}), std::atanh(x),
-                       hn::And(hn::Gt(x, hn::Set(d, T(-1))), hn::Lt(x, hn::Set(d, T(1)))), hn::Atanh(d, x))
+                       hn::And(hn::Gt(x, hn::Set(d, T(-1))), hn::Lt(x, hn::Set(d, T(1)))), detail::keep_zero(d, x, hn::Atanh(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(sigmoid_op, "sigmoid", "dx_sigmoid", 14, ({1, 1, -80, 80}),
                        (x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x))),
                        DYNEXPR_ALL, simd::Sigmoid(d, x))
-DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({1.5, 1.5, -6, 6}), std::erf(x), DYNEXPR_ALL, simd::Erf(d, x))
+DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({1.5, 1.5, -6, 6}), std::erf(x), DYNEXPR_ALL, detail::keep_zero(d, x, simd::Erf(d, x)))
 
 #undef DYNEXPR_ALL
 #undef DYNEXPR_FINITE

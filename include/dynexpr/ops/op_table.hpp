@@ -44,7 +44,7 @@ template <class Op, class D, class... V>
 DYNEXPR_INLINE hn::Mask<D> by_lane_mask(D d, V... v) {
   using T = hn::TFromD<D>;
   const auto r = simd::lanewise(d, [](auto... x) { return T(Op::scalar(x...) ? 1 : 0); }, d, v...);
-  return hn::Ne(r, hn::Zero(d));
+  return simd::nonzero(d, r);
 }
 // NaN-propagating min/max (NumPy's minimum/maximum; x86 min/max return the 2nd operand).
 template <class D, class V>
@@ -65,13 +65,13 @@ template <class T>
 constexpr T scalar_min(T a, T b) {
   if constexpr (is_float_v<T>)
     if (a != a || b != b) return a != a ? a : b;
-  return b < a ? b : a;
+  return a < b ? a : b;  // ties (-0 vs +0) give the second operand, as NumPy and x86 do
 }
 template <class T>
 constexpr T scalar_max(T a, T b) {
   if constexpr (is_float_v<T>)
     if (a != a || b != b) return a != a ? a : b;
-  return a < b ? b : a;
+  return a > b ? a : b;  // ties give the second operand
 }
 }  // namespace detail
 
@@ -264,9 +264,13 @@ struct neg_op : same_rule {
     DYNEXPR_OP_CHECK("negative", !is_bool_v<A>, "not defined for bool (as in NumPy); use dx::logical_not");
   }
   template <class T> static constexpr T scalar(T a) {
-    return detail::wrapping([](auto, auto y) { return decltype(y)(0) - y; }, T(0), a);
+    if constexpr (is_float_v<T>) return -a;  // -(+0.0) is -0.0; 0 - x would give +0.0
+    else return detail::wrapping([](auto, auto y) { return decltype(y)(0) - y; }, T(0), a);
   }
-  template <class D, class V> static V simd(D d, V a) { return hn::Sub(hn::Zero(d), a); }
+  template <class D, class V> static V simd(D d, V a) {
+    if constexpr (is_float_v<hn::TFromD<D>>) return hn::Neg(a);
+    else return hn::Sub(hn::Zero(d), a);
+  }
 };
 
 struct abs_op : same_rule {
@@ -329,7 +333,7 @@ struct sign_op : same_rule {
   template <class D, class V> static V simd(D d, V a) {
     using T = hn::TFromD<D>;
     if constexpr (std::is_unsigned_v<T>) {
-      return hn::IfThenElseZero(hn::Ne(a, hn::Zero(d)), hn::Set(d, 1));
+      return hn::IfThenElseZero(simd::nonzero(d, a), hn::Set(d, 1));
     } else if constexpr (requires { a > a; }) {
       const V pos = hn::IfThenElseZero(hn::Gt(a, hn::Zero(d)), hn::Set(d, T(1)));
       const V r = hn::IfThenElse(hn::Lt(a, hn::Zero(d)), hn::Set(d, T(-1)), pos);
@@ -391,7 +395,7 @@ struct rint_op : float_unary_rule {
 // Highway defines < and <= generically as reversed > and >=, which integer vectors lack
 // on AVX2 for >=: each op tests the operator that really exists (TEST) and otherwise
 // compares lane by lane.
-#define DYNEXPR_COMPARE_OP(ID, NAME, SYM, HWY, TEST)                                    \
+#define DYNEXPR_COMPARE_OP(ID, NAME, SYM, CALL, TEST)                                   \
   struct ID : compare_rule {                                                            \
     static constexpr std::string_view name = NAME, cuda = "({0} " #SYM " {1})";         \
     static constexpr int arity = 2, cost = 1;                                           \
@@ -399,16 +403,16 @@ struct rint_op : float_unary_rule {
     template <class... A> static constexpr void check() {}                              \
     template <class T> static constexpr bool scalar(T a, T b) { return a SYM b; }       \
     template <class D, class V> static hn::Mask<D> simd(D d, V a, V b) {                \
-      if constexpr (requires { TEST; }) return hn::HWY(a, b);                           \
+      if constexpr (requires { TEST; }) return CALL;                                    \
       else return detail::by_lane_mask<ID>(d, a, b);                                    \
     }                                                                                   \
   };
-DYNEXPR_COMPARE_OP(equal_op, "equal", ==, Eq, a == b)
-DYNEXPR_COMPARE_OP(not_equal_op, "not_equal", !=, Ne, a != b)
-DYNEXPR_COMPARE_OP(less_op, "less", <, Lt, b > a)
-DYNEXPR_COMPARE_OP(less_equal_op, "less_equal", <=, Le, b >= a)
-DYNEXPR_COMPARE_OP(greater_op, "greater", >, Gt, a > b)
-DYNEXPR_COMPARE_OP(greater_equal_op, "greater_equal", >=, Ge, a >= b)
+DYNEXPR_COMPARE_OP(equal_op, "equal", ==, hn::Eq(a, b), a == b)
+DYNEXPR_COMPARE_OP(not_equal_op, "not_equal", !=, simd::not_equal(d, a, b), a == b)
+DYNEXPR_COMPARE_OP(less_op, "less", <, hn::Lt(a, b), b > a)
+DYNEXPR_COMPARE_OP(less_equal_op, "less_equal", <=, hn::Le(a, b), b >= a)
+DYNEXPR_COMPARE_OP(greater_op, "greater", >, hn::Gt(a, b), a > b)
+DYNEXPR_COMPARE_OP(greater_equal_op, "greater_equal", >=, hn::Ge(a, b), a >= b)
 #undef DYNEXPR_COMPARE_OP
 
 // ----------------------------------------------------------------- float predicates

@@ -77,6 +77,18 @@ DYNEXPR_INLINE hn::Vec<DTo> convert(DTo dto, DFrom dfrom, hn::Vec<DFrom> v) {
   }
 }
 
+/// a != b lane by lane, true for NaN lanes as in C++ and NumPy. Highway 1.0.3's float
+/// Ne on AVX2 is the ordered compare (false when either lane is NaN), so floats use
+/// Not(Eq) instead.
+template <class D, class V>
+DYNEXPR_INLINE hn::Mask<D> not_equal(D, V a, V b) {
+  if constexpr (std::is_floating_point_v<hn::TFromD<D>>) return hn::Not(hn::Eq(a, b));
+  else return hn::Ne(a, b);
+}
+/// Lanes that read as true (non-zero; NaN is true).
+template <class D, class V>
+DYNEXPR_INLINE hn::Mask<D> nonzero(D d, V v) { return not_equal(d, v, hn::Zero(d)); }
+
 /// The same lane predicate as a mask of another lane type (same lane count).
 template <class DTo, class DFrom>
 DYNEXPR_INLINE hn::Mask<DTo> mask_cast(DTo dto, DFrom dfrom, hn::Mask<DFrom> m) {
