@@ -74,6 +74,14 @@ struct reducer {
     for (std::size_t i = 0; i < hn::Lanes(d); ++i) t = combine_total(t, static_cast<total_t>(buf[i]));
     return t;
   }
+  /// Lanes j.. of the input as lane_t. any/all read truth values as 0/1 bytes: converting
+  /// the value itself to a byte would truncate (256 -> 0, 0.5 -> 0, NaN -> 0).
+  template <mode M, class Ev, class DL, class DA>
+  static DYNEXPR_INLINE hn::Vec<DA> read(const Ev& ev, DL dl, DA da, index_t j) {
+    if constexpr (K == reduce_kind::any || K == reduce_kind::all)
+      return hn::IfThenElseZero(mask_as<M>(ev, dl, da, j), hn::Set(da, lane_t(1)));
+    else return value_as<M>(ev, dl, da, j);
+  }
   static result_t finish(total_t t) {
     if constexpr (std::is_same_v<result_t, bool>) return t != 0;
     else return static_cast<result_t>(t);
@@ -168,14 +176,14 @@ DYNEXPR_INLINE typename R::total_t reduce_segment(DL dl, DA da, const Ev& ev, in
     auto a0 = id, a1 = id, a2 = id, a3 = id;
     index_t j = b;
     for (; j + 4 * n <= be; j += 4 * n) {
-      a0 = R::combine(da, a0, value_as<M>(ev, dl, da, j));
-      a1 = R::combine(da, a1, value_as<M>(ev, dl, da, j + n));
-      a2 = R::combine(da, a2, value_as<M>(ev, dl, da, j + 2 * n));
-      a3 = R::combine(da, a3, value_as<M>(ev, dl, da, j + 3 * n));
+      a0 = R::combine(da, a0, R::template read<M>(ev, dl, da, j));
+      a1 = R::combine(da, a1, R::template read<M>(ev, dl, da, j + n));
+      a2 = R::combine(da, a2, R::template read<M>(ev, dl, da, j + 2 * n));
+      a3 = R::combine(da, a3, R::template read<M>(ev, dl, da, j + 3 * n));
     }
-    for (; j + n <= be; j += n) a0 = R::combine(da, a0, value_as<M>(ev, dl, da, j));
+    for (; j + n <= be; j += n) a0 = R::combine(da, a0, R::template read<M>(ev, dl, da, j));
     if (j < be) {
-      const auto x = value_as<mode::tail>(ev, dl, da, j);
+      const auto x = R::template read<mode::tail>(ev, dl, da, j);
       a1 = R::combine(da, a1, hn::IfThenElse(hn::FirstN(da, static_cast<std::size_t>(be - j)), x, id));
     }
     a0 = R::combine(da, R::combine(da, a0, a1), R::combine(da, a2, a3));
@@ -197,11 +205,14 @@ void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E
   const evaluator<E> ev0(e, L);
   const bool unit = ev0.unit();
   const index_t outputs = p.kept * p.ni;
-  if (outputs == 0) return;
-  if (p.reduced == 0) {
-    if constexpr (K == reduce_kind::min || K == reduce_kind::max)
+  // NumPy raises for an empty reduced space without an identity even when the result is
+  // empty too (np.zeros((0, 3, 0)).min(axis=0)), so this check comes first.
+  if constexpr (K == reduce_kind::min || K == reduce_kind::max)
+    if (p.reduced == 0)
       throw value_error(std::string("dynexpr: zero-size array to reduction operation ") +
                         (K == reduce_kind::min ? "minimum" : "maximum") + " which has no identity");
+  if (outputs == 0) return;
+  if (p.reduced == 0) {
     std::fill(out, out + outputs, R::finish(static_cast<total_t>(R::identity())));
     return;
   }
@@ -276,12 +287,12 @@ void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E
           ev.seek(idx);
           index_t v = 0;
           for (; v + n <= w; v += n) {
-            const auto x = unit ? value_as<mode::unit>(ev, dl, da, jb + v)
-                                : value_as<mode::general>(ev, dl, da, jb + v);
+            const auto x = unit ? R::template read<mode::unit>(ev, dl, da, jb + v)
+                                : R::template read<mode::general>(ev, dl, da, jb + v);
             hn::Store(R::combine(da, hn::Load(da, acc + v), x), da, acc + v);
           }
           if (v < w) {
-            const auto x = value_as<mode::tail>(ev, dl, da, jb + v);
+            const auto x = R::template read<mode::tail>(ev, dl, da, jb + v);
             const auto m = hn::FirstN(da, static_cast<std::size_t>(w - v));
             hn::Store(R::combine(da, hn::Load(da, acc + v), hn::IfThenElse(m, x, hn::Set(da, R::identity()))), da, acc + v);
           }

@@ -5,6 +5,7 @@
 // argmin/argmax are int64, any/all are bool.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -46,17 +47,6 @@ DYNEXPR_REDUCTION(all, all)
 
 namespace detail {
 template <class X>
-void check_nonempty_for(const X& x, const evaluation::axis_set& axes, const char* what) {
-  const Shape s = x.shape();
-  bool reduce[max_rank];
-  axes.mark(s.size(), reduce);
-  index_t red = 1, kept = 1;
-  for (int i = 0; i < s.size(); ++i) (reduce[i] ? red : kept) *= s[i];
-  if (red == 0 && kept != 0)
-    throw value_error(std::string("dynexpr: zero-size array to reduction operation ") + what +
-                      " which has no identity");
-}
-template <class X>
 index_t reduced_count(const X& x, const evaluation::axis_set& axes) {
   const Shape s = x.shape();
   bool reduce[max_rank];
@@ -65,6 +55,14 @@ index_t reduced_count(const X& x, const evaluation::axis_set& axes) {
   for (int i = 0; i < s.size(); ++i)
     if (reduce[i]) n *= s[i];
   return n;
+}
+/// NumPy raises when an arg-reduction has nothing to choose from, even where the result
+/// is empty too (np.zeros((0, 3, 0)).argmin(axis=0)).
+template <class X>
+void check_nonempty_for(const X& x, const evaluation::axis_set& axes, const char* what) {
+  if (reduced_count(x, axes) == 0)
+    throw value_error(std::string("dynexpr: attempt to get ") + what +
+                      " of an empty sequence: the reduced axis has size 0");
 }
 
 template <class X>
@@ -84,8 +82,9 @@ auto var_impl(const X& x, const evaluation::axis_set& axes, bool keepdims, int d
   auto m = mean_impl(x, axes, true);
   auto dev = square(cast<F>(x) - std::move(m));
   auto t = evaluation::reduce_to_tensor<evaluation::reduce_kind::sum>(dev, axes, keepdims);
-  const F n = static_cast<F>(reduced_count(x, axes) - ddof);
-  for (index_t i = 0; i < t.size(); ++i) t.data()[i] = n > 0 ? t.data()[i] / n : std::numeric_limits<F>::quiet_NaN();
+  // NumPy divides by max(n - ddof, 0), with no error: 0/0 is NaN and x/0 is inf.
+  const F n = static_cast<F>(std::max<index_t>(reduced_count(x, axes) - ddof, 0));
+  for (index_t i = 0; i < t.size(); ++i) t.data()[i] = t.data()[i] / n;
   return t;
 }
 }  // namespace detail
