@@ -4,6 +4,7 @@ Layout under the cache directory ($DYNEXPR_CACHE_DIR, default ~/.cache/dynexpr, 
 
     v1/toolchain.json             compiler fingerprints, memoised by compiler file + CPU
     v1/pch/<key>/prelude.hpp(.gch)  the precompiled prelude (kernels/prelude.hpp)
+    v1/rt/<key>/libdynexpr_rt.so  the runtime library units link against (runtime.cpp)
     v1/units/<kk>/<key>/          unit.cpp, unit.so, unit.sha256, meta.json
     v1/index/<hash>.json          (function identity, guard-set key) -> unit keys
     v1/locks/<key>.lock           fcntl locks: one compile of a key at a time
@@ -96,7 +97,7 @@ def cache_dir() -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         d.mkdir(exist_ok=True, mode=0o700)
-        for sub in ("pch", "units", "index", "locks", "failed"):
+        for sub in ("pch", "rt", "units", "index", "locks", "failed"):
             (d / sub).mkdir(exist_ok=True, mode=0o700)
         probe = d / "locks" / f".probe-{os.getpid()}"
         os.close(os.open(probe, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -110,7 +111,7 @@ def cache_dir() -> Path:
 def _fallback(root: Path, err: OSError) -> Path:
     global _warned
     tmp = Path(tempfile.mkdtemp(prefix="dynexpr-cache-")) / LAYOUT
-    for sub in ("pch", "units", "index", "locks", "failed"):
+    for sub in ("pch", "rt", "units", "index", "locks", "failed"):
         (tmp / sub).mkdir(parents=True, mode=0o700)
     if not _warned:
         _warned = True
@@ -206,7 +207,7 @@ def _resolve_isa(cxx: str) -> str:
 
 # What a generated unit can include from kernels/; meson installs exactly these with the
 # package, so a checkout and an installed copy of the same headers hash alike.
-KERNEL_FILES = ("abi.h", "prelude.hpp")
+KERNEL_FILES = ("abi.h", "prelude.hpp", "runtime.cpp")
 
 
 def _headers_hash(include: Path, kernels: Path) -> str:
@@ -300,7 +301,7 @@ def _build(key: str, source: str, meta: dict) -> Artifact:
         src.write_text(source)
         log_code.info("dynexpr: generated unit %s:\n%s", key[:16], source)
         pch_dir = ensure_pch()
-        cmd = compile_command(src, tmp / "unit.so", pch_dir)
+        cmd = compile_command(src, tmp / "unit.so", pch_dir, ensure_runtime())
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         stats["compile_seconds"] += time.perf_counter() - t0
@@ -326,7 +327,10 @@ def _build(key: str, source: str, meta: dict) -> Artifact:
     return Artifact(key, final, meta)
 
 
-def compile_command(src: Path, out: Path, pch_dir: Path | None) -> list[str]:
+def compile_command(src: Path, out: Path, pch_dir: Path | None,
+                    rt_dir: Path | None = None) -> list[str]:
+    """The compiler command for one unit; linked against libdynexpr_rt.so in rt_dir (found
+    again at load time through the unit's rpath)."""
     tc = toolchain()
     inc, kern = source_dirs()
     cmd = [tc.cxx, *CXXFLAGS, "-Winvalid-pch"]
@@ -336,6 +340,8 @@ def compile_command(src: Path, out: Path, pch_dir: Path | None) -> list[str]:
     for s in system_includes():
         cmd += ["-isystem", s]
     cmd += [*LINKFLAGS, str(src), "-o", str(out)]
+    if rt_dir is not None:
+        cmd += [str(rt_dir / RUNTIME_LIB), f"-Wl,-rpath,{rt_dir}"]
     return cmd
 
 
@@ -394,6 +400,49 @@ def build_pch(d: Path, marker: bool = True) -> None:
         (d / "ok").write_text(f"{time.perf_counter() - t0:.2f}s\n")
     stats["pch_builds"] += 1
     log.info("dynexpr cache: precompiled the prelude in %.1fs", time.perf_counter() - t0)
+
+
+# ------------------------------------------------------------------ runtime library
+RUNTIME_LIB = "libdynexpr_rt.so"
+
+
+def ensure_runtime() -> Path:
+    """The directory holding libdynexpr_rt.so (kernels/runtime.cpp: the thread pool and
+    argument checks every unit links against) for this toolchain and header set: the one
+    installed with the package if it matches, else the cache's, built now if missing."""
+    key = pch_key()
+    inst = PKG_DIR / "_pch"
+    with contextlib.suppress(OSError):
+        if (inst / "key.txt").read_text().strip() == key and (inst / RUNTIME_LIB).is_file():
+            return inst
+    d = cache_dir() / "rt" / key
+    if (d / RUNTIME_LIB).is_file():
+        return d
+    with _lock("rt-" + key):
+        if not (d / RUNTIME_LIB).is_file():
+            build_runtime(d)
+    return d
+
+
+def build_runtime(d: Path) -> None:
+    """Compiles kernels/runtime.cpp into d/libdynexpr_rt.so (published by rename)."""
+    tc = toolchain()
+    inc, kern = source_dirs()
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f"{RUNTIME_LIB}.tmp{os.getpid()}"
+    cmd = [tc.cxx, *CXXFLAGS, "-I", str(kern), "-I", str(inc)]
+    for s in system_includes():
+        cmd += ["-isystem", s]
+    cmd += [*LINKFLAGS, f"-Wl,-soname,{RUNTIME_LIB}", str(kern / "runtime.cpp"), "-o", str(tmp)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise CompileError("dynexpr internal error: building the runtime library "
+                           f"(kernels/runtime.cpp) failed\ncommand: {' '.join(cmd)}\n"
+                           f"{proc.stderr[-20000:]}")
+    os.rename(tmp, d / RUNTIME_LIB)
+    log.info("dynexpr cache: built %s in %.1fs", RUNTIME_LIB, time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------------- index
@@ -467,3 +516,4 @@ if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "--build-pch":
         sys.exit("usage: cache.py --build-pch OUTDIR")
     build_pch(Path(sys.argv[2]), marker=False)
+    build_runtime(Path(sys.argv[2]))

@@ -59,6 +59,7 @@ class _Unit:
         self.lines: list[str] = []
         self.names: dict[int, str] = {}  # value id -> C++ name (declared leaves/lazies)
         self.declared_tmp: set[int] = set()
+        self.written_out: set[int] = set()  # outputs already stored to (assign_fresh once)
         self.sym_index = {name: k for k, name in enumerate(s.symbols)}
 
     # -------------------------------------------------------------------------- text
@@ -75,8 +76,10 @@ class _Unit:
         kinds = ", ".join(k.kind for k in s.kernels)
         head.append(f"// {len(s.kernels)} kernel(s){': ' + kinds if kinds else ''}"
                     f"{'' if s.fuse else ' (unfused)'}")
+        head += ['#include "prelude.hpp"']
+        if "matmul" in s.graph.ops():
+            head.append("#include <dynexpr/interop/eigen.hpp>")
         head += [
-            '#include "prelude.hpp"',
             "",
             "namespace dx = dynexpr;",
             "namespace dxk = dynexpr::kernel;",
@@ -96,6 +99,8 @@ class _Unit:
             for st in k.stores:
                 if k.kind == "copy":
                     self.emit(f"dx::assign({self.buffer_ref(st.buffer)}, {self.ref(st.value)});")
+                    if st.buffer.kind == "out":
+                        self.written_out.add(st.buffer.index)
                 else:
                     self.store(st.value, st.buffer)
         body = [line.rstrip() for line in self.lines]
@@ -239,6 +244,8 @@ class _Unit:
             items = [index_item(it) for it in v.attr("index")]
             target = f"{dest}.slice({', '.join(items)})" if items else dest
             self.emit(f"dx::assign({target}, {self.ref(value)});")
+            if b.kind == "out":
+                self.written_out.add(b.index)
             return
         expr = self.compute(v)
         if b.kind == "tmp" and b.index not in self.declared_tmp:
@@ -246,9 +253,14 @@ class _Unit:
             if v.op in ir.REDUCTIONS or v.op == "matmul":
                 self.emit(f"auto {dest} = dxk::tensor<{T}>({expr});")
             else:
-                self.emit(f"auto {dest} = dx::eval({expr});")
+                self.emit(f"auto {dest} = dxk::eval_fresh({expr});")
+        elif b.kind == "out" and b.index not in self.written_out:
+            # First write into an output this call allocated: nothing can alias it.
+            self.emit(f"dxk::assign_fresh({dest}, {expr});")
         else:
             self.emit(f"dx::assign({dest}, {expr});")
+        if b.kind == "out":
+            self.written_out.add(b.index)
 
     def same_buffer(self, base: ir.Value, b: Buffer) -> bool:
         if base.op == "input":

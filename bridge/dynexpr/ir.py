@@ -132,9 +132,10 @@ class Graph:
         lines = []
         for v in self.values:
             args = ", ".join(f"%{a.id}" for a in v.args)
-            attrs = "".join(f", {k}={_canon(x)}" for k, x in v.attrs)
+            attrs = ", ".join(f"{k}={_canon(x)}" for k, x in v.attrs)
+            inner = ", ".join(p for p in (args, attrs) if p)
             shape = ",".join(str(d) for d in v.shape)
-            lines.append(f"%{v.id} = {v.op}({args}{attrs}) : {v.dtype}[{shape}]")
+            lines.append(f"%{v.id} = {v.op}({inner}) : {v.dtype}[{shape}]")
         lines.append("return (" + ", ".join(f"%{o.id}" for o in self.outputs) + ")")
         for i, v in self.mutations:
             lines.append(f"mutate input[{i}] <- %{v.id}")

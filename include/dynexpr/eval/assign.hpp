@@ -83,7 +83,8 @@ struct writer {
     if constexpr (M == mode::unit) {
       hn::StoreU(v, d, row_ + j);
     } else {
-      const index_t n = M == mode::tail ? len_ - j : static_cast<index_t>(hn::Lanes(d));
+      const index_t lanes = static_cast<index_t>(hn::Lanes(d));
+      const index_t n = M == mode::tail ? std::min(len_ - j, lanes) : lanes;
       if (inner_ == 1 && M != mode::tail) hn::StoreU(v, d, row_ + j);
       else simd::store_strided(d, v, row_ + j * inner_, inner_, n);
     }
@@ -106,8 +107,24 @@ DYNEXPR_INLINE void run_segment(DL dl, const Ev& ev, W& w, index_t jb, index_t j
 /// balance, a multiple of every lane count.
 inline constexpr index_t block_elements = 16384;
 
+/// Every packet of [jb, je) read and written lane by lane, strides and broadcasts
+/// honoured: the lean loop's answer to a layout that is not unit-stride after all.
+template <class DL, class Ev, class W>
+DYNEXPR_INLINE void run_segment_any(DL dl, const Ev& ev, W& w, index_t jb, index_t je) {
+  using T = typename Ev::value_type;
+  const hn::Rebind<storage_t<T>, DL> d;
+  const index_t n = static_cast<index_t>(hn::Lanes(dl));
+  for (index_t j = jb; j < je; j += n)
+    w.template store<mode::tail>(d, ev.template packet<mode::tail>(dl, j), j);
+}
+
 /// out[...] = e, where e's value type is T, shapes already checked, no hazardous alias.
-template <class T, class E>
+///
+/// Lean (generated units, Note [lean units] in kernels/prelude.hpp): the caller expects
+/// every operand to be unit-stride along the coalesced inner dimension, so only that loop
+/// and the tail are instantiated — about a third less code to compile. A layout that is
+/// not unit-stride anyway still gets the right answer, lane by lane.
+template <class T, class E, bool Lean = false>
 void run(const View<T>& out, const E& e) {
   using DL = loop_tag_t<E>;
   // Fixed-size: a vector here cost ~110 ns per call (bench, 8 elements).
@@ -147,6 +164,7 @@ void run(const View<T>& out, const E& e) {
       ev.seek(idx);
       w.seek(idx);
       if (unit) run_segment<mode::unit>(dl, ev, w, jb, je);
+      else if constexpr (Lean) run_segment_any(dl, ev, w, jb, je);
       else run_segment<mode::general>(dl, ev, w, jb, je);
       ++it;
     }

@@ -31,6 +31,19 @@
 #include "dynexpr/core/config.hpp"
 #include "dynexpr/core/error.hpp"
 
+// Note [runtime library]
+// The pool's non-template functions are defined inline below, so a C++ program that
+// includes the library needs nothing else. Generated units (kernels/prelude.hpp) define
+// DYNEXPR_RUNTIME_EXTERN instead: they see only declarations and link against
+// libdynexpr_rt.so (kernels/runtime.cpp, built once per toolchain), which compiles the
+// same definitions once with DYNEXPR_RUNTIME_DEFINE. Every unit of a process then shares
+// one pool, and no unit spends compile time on code that never changes (~0.5 s a unit).
+#if defined(DYNEXPR_RUNTIME_DEFINE)
+#define DYNEXPR_RT_FN
+#else
+#define DYNEXPR_RT_FN inline
+#endif
+
 namespace dynexpr::parallel {
 
 /// Threads a pooled parallel_for uses, the calling thread included. Read once from the
@@ -257,12 +270,13 @@ inline void waiter::notify() {
   cv_.notify_all();
 }
 
-inline thread_pool& thread_pool::instance() {
+#if !defined(DYNEXPR_RUNTIME_EXTERN)
+DYNEXPR_RT_FN thread_pool& thread_pool::instance() {
   static thread_pool pool;
   return pool;
 }
 
-inline thread_pool::thread_pool() {
+DYNEXPR_RT_FN thread_pool::thread_pool() {
   const unsigned hw = std::thread::hardware_concurrency();
   const int fallback = hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, max_threads));
   size_.store(parse_num_threads(std::getenv("DYNEXPR_NUM_THREADS"), fallback));
@@ -271,7 +285,7 @@ inline thread_pool::thread_pool() {
 #endif
 }
 
-inline thread_pool::~thread_pool() {
+DYNEXPR_RT_FN thread_pool::~thread_pool() {
   pool_gone.store(true);
   if (t_busy) {  // exit() inside a body: joining would wait on this very call. Let them go.
     for (auto& t : workers_) t.detach();
@@ -283,7 +297,7 @@ inline thread_pool::~thread_pool() {
   stop_workers();
 }
 
-inline void thread_pool::resize(int n) {
+DYNEXPR_RT_FN void thread_pool::resize(int n) {
   if (n < 1 || n > max_threads)
     throw value_error("dynexpr: set_num_threads(" + std::to_string(n) +
                       "): pass a thread count between 1 and " + std::to_string(max_threads));
@@ -297,7 +311,7 @@ inline void thread_pool::resize(int n) {
   size_.store(n);
 }
 
-inline void thread_pool::start_workers() {
+DYNEXPR_RT_FN void thread_pool::start_workers() {
   const std::uint64_t seen = generation_.load();
   try {
     while (static_cast<int>(workers_.size()) + 1 < size())
@@ -309,7 +323,7 @@ inline void thread_pool::start_workers() {
   }
 }
 
-inline void thread_pool::stop_workers() {
+DYNEXPR_RT_FN void thread_pool::stop_workers() {
   stop_.store(true, std::memory_order_seq_cst);
   wake_.notify();
   for (auto& t : workers_) t.join();
@@ -317,7 +331,7 @@ inline void thread_pool::stop_workers() {
   stop_.store(false);
 }
 
-inline void thread_pool::worker_main(std::uint64_t seen) {
+DYNEXPR_RT_FN void thread_pool::worker_main(std::uint64_t seen) {
   t_worker = true;
   t_busy = true;
   for (;;) {
@@ -331,7 +345,7 @@ inline void thread_pool::worker_main(std::uint64_t seen) {
   }
 }
 
-inline void thread_pool::run_chunks() noexcept {
+DYNEXPR_RT_FN void thread_pool::run_chunks() noexcept {
   for (;;) {
     const index_t left = remaining_.fetch_sub(1, std::memory_order_acquire);
     if (left <= 0) return;
@@ -352,7 +366,8 @@ inline void thread_pool::run_chunks() noexcept {
   }
 }
 
-inline bool thread_pool::try_run(index_t n, index_t chunk, index_t count, chunk_fn fn, void* ctx) {
+DYNEXPR_RT_FN bool thread_pool::try_run(index_t n, index_t chunk, index_t count, chunk_fn fn,
+                                        void* ctx) {
   // try_lock, never lock: a second user thread runs its loop inline at once instead of
   // queueing behind a job that already uses every core.
   std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
@@ -390,7 +405,7 @@ inline bool thread_pool::try_run(index_t n, index_t chunk, index_t count, chunk_
 // would hang (Python's multiprocessing forks by default on Linux). The child parks the handles
 // unjoined (~thread on a joinable handle terminates), rebuilds the locks, and starts fresh
 // workers on its next pooled call. Forking from inside a parallel_for body is unsupported.
-inline void thread_pool::child_after_fork() {
+DYNEXPR_RT_FN void thread_pool::child_after_fork() {
   if (pool_gone.load()) return;
   thread_pool& pool = instance();
   static std::vector<std::thread>* orphans = nullptr;  // reachable, so leak checkers stay quiet
@@ -405,25 +420,29 @@ inline void thread_pool::child_after_fork() {
   pool.stop_.store(false);
 }
 
+#endif  // !DYNEXPR_RUNTIME_EXTERN
+
 }  // namespace detail
 
-inline int num_threads() {
+#if !defined(DYNEXPR_RUNTIME_EXTERN)
+DYNEXPR_RT_FN int num_threads() {
   if (detail::pool_gone.load(std::memory_order_relaxed)) return 1;
   return detail::thread_pool::instance().size();
 }
 
-inline void set_num_threads(int n) {
+DYNEXPR_RT_FN void set_num_threads(int n) {
   if (detail::pool_gone.load(std::memory_order_relaxed)) return;
   detail::thread_pool::instance().resize(n);
 }
 
-inline index_t inline_threshold() {
+DYNEXPR_RT_FN index_t inline_threshold() {
   static const index_t value =
       detail::parse_threshold(std::getenv("DYNEXPR_PARALLEL_THRESHOLD"), default_inline_threshold);
   return value;
 }
 
-inline bool in_worker() { return detail::t_worker; }
+DYNEXPR_RT_FN bool in_worker() { return detail::t_worker; }
+#endif  // !DYNEXPR_RUNTIME_EXTERN
 
 template <class F>
 void parallel_for(index_t n, index_t grain, index_t align, double work, F&& fn) {

@@ -1,6 +1,6 @@
 // dynexpr generated unit (format 1). Do not edit: this text is the
 // compile cache's key. Graph:
-//   %0 = input(, index=0) : float32[8,33]
+//   %0 = input(index=0) : float32[8,33]
 //   %1 = max(%0, axes=(-1), keepdims=True) : float32[8,1]
 //   %2 = subtract(%0, %1) : float32[8,33]
 //   %3 = exp(%2) : float32[8,33]
@@ -19,13 +19,13 @@ static void run([[maybe_unused]] dxk::frame& f) {
   // kernel 0: reduction -> tmp[0]
   auto t0 = dxk::tensor<float>(dx::max(x0, dx::Shape{1}, true));
   // kernel 1: pointwise -> tmp[1]
-  auto t1 = dx::eval(dxk::typed<float>(x0 - t0));
+  auto t1 = dxk::eval_fresh(dxk::typed<float>(x0 - t0));
   // kernel 2: pointwise -> tmp[2]
-  auto t2 = dx::eval(dxk::typed<float>(dx::exp(t1)));
+  auto t2 = dxk::eval_fresh(dxk::typed<float>(dx::exp(t1)));
   // kernel 3: reduction -> tmp[3]
   auto t3 = dxk::tensor<float>(dx::sum(t2, dx::Shape{1}, true));
   // kernel 4: pointwise -> out[0]
-  dx::assign(o0, dxk::typed<float>(t2 / t3));
+  dxk::assign_fresh(o0, dxk::typed<float>(t2 / t3));
 }
 
 DYNEXPR_UNIT(run, 1, 1)
