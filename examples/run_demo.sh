@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian 12 machine (run as root, or with sudo available):
-# installs the Debian packages if any is missing, builds into build/, then runs the C++
-# quickstart and the fused-chain benchmark (`dynexpr-bench --filter tanh_chain`).
+# installs the Debian packages if any is missing, builds into build/, runs the C++
+# quickstart and the fused-chain benchmark (`dynexpr-bench --filter tanh_chain`), then sets
+# up the Python venv .venv/ (NumPy 2.x from PyPI, `pip install .` of this checkout) and
+# runs the Python quickstart: capture, explain, fused vs unfused vs NumPy timings.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -9,7 +11,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 
 # Same package step as tests/run_all.sh: apt only when something is missing.
 DEB_PACKAGES=(g++ meson ninja-build pkg-config make libhwy-dev libeigen3-dev libboost-dev
-  doctest-dev python3)
+  doctest-dev python3 python3-dev python3-venv)
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${DEB_PACKAGES[@]}"; do
@@ -63,3 +65,11 @@ run() {
 
 run "C++ quickstart" examples/cpp/quickstart.cpp build/examples/cpp/quickstart
 run "benchmark" bench/dynexpr_bench.cpp build/bench/dynexpr-bench --filter tanh_chain
+
+echo
+echo "=== Python quickstart: .venv/bin/python examples/python/quickstart.py"
+source tests/python_env.sh
+py=$(python_for 3.11)
+py=${py:-$(command -v python3)}
+python_env .venv "$py"
+.venv/bin/python examples/python/quickstart.py

@@ -2,13 +2,34 @@
 # All tests, from a fresh Debian 12 machine (run as root, or with sudo available):
 #   1. installs the Debian packages the build needs, if any is missing;
 #   2. build/      : release build with -Dwerror=true, then `meson test`;
-#   3. build-asan/ : AddressSanitizer + UndefinedBehaviorSanitizer build (-O0 -g), tests again;
+#   3. build-asan/ : AddressSanitizer + UndefinedBehaviorSanitizer build (-O0 -g): the core,
+#                    thread-pool and SIMD-math suites; with --full, every suite (CI time:
+#                    see the note at step 3);
 #   4. consumers   : installs into build-install/prefix, then builds and runs
 #                    tests/consumer/main.cpp through `pkg-config --cflags dynexpr` (make),
 #                    and as a Meson parent project via pkg-config and via a subproject.
+#   5. Python      : venv .venv/ (CPython 3.11) and .venv-3.12/, NumPy 2.x from PyPI,
+#                    `pip install .` of this checkout, then pytest tests/python on each
+#                    (kernels compile into build-kernel-cache/, shared by both runs).
 # Exits non-zero on any failure; the last line is "N passed, N failed" (meson tests of
-# both configurations plus the consumer checks).
+# both configurations, the consumer checks and the pytest cases; a Python version that is
+# not on the machine is reported as skipped, never as passed).
 set -euo pipefail
+
+FULL=0
+for arg in "$@"; do
+  case $arg in
+    --full) FULL=1 ;;
+    -h | --help)
+      sed -n '2,20p' "$0"
+      exit 0
+      ;;
+    *)
+      echo "run_all: unknown argument $arg (use --full for every suite under sanitizers)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -21,7 +42,7 @@ log() { printf '\n=== [%4ds] %s\n' "$((SECONDS - START))" "$*"; }
 # 1. Debian packages (apt only when something is missing, so repeated runs are fast).
 # ---------------------------------------------------------------------------------------
 DEB_PACKAGES=(g++ meson ninja-build pkg-config make libhwy-dev libeigen3-dev libboost-dev
-  doctest-dev python3)
+  doctest-dev python3 python3-dev python3-venv)
 
 install_packages() {
   if ! command -v dpkg-query >/dev/null 2>&1; then
@@ -50,6 +71,8 @@ install_packages() {
 # Bookkeeping for the summary, printed however the script ends.
 # ---------------------------------------------------------------------------------------
 TESTLOGS=()         # meson testlog.json files of the configurations whose tests ran
+JUNIT=()            # pytest junit-xml files
+PY_SKIPPED=()       # Python versions whose tests could not run (not installed)
 EXTRA_PASSED=0      # consumer checks
 EXTRA_FAILED=0
 STATUS=0            # set to 1 by a failed test stage; later stages still run
@@ -62,12 +85,24 @@ summary() {
   set +e
   [[ -n $PARENT ]] && rm -rf "$PARENT"
   local counts
-  counts=$(python3 - "${TESTLOGS[@]}" <<'EOF'
+  counts=$(python3 - "${TESTLOGS[@]}" "${JUNIT[@]}" <<'EOF'
 import json, sys
+import xml.etree.ElementTree as ET
 passed = failed = skipped = 0
 details = []
 for path in sys.argv[1:]:
     p = f = s = 0
+    if path.endswith(".xml"):  # pytest --junitxml
+        try:
+            for suite in ET.parse(path).getroot().iter("testsuite"):
+                n, bad = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+                sk = int(suite.get("skipped", 0))
+                p, f, s = p + n - bad - sk, f + bad, s + sk
+        except (OSError, ET.ParseError):
+            f += 1
+        details.append(f"pytest {path.split('/')[-1][:-4]}: {p} passed, {f} failed, {s} skipped")
+        passed, failed, skipped = passed + p, failed + f, skipped + s
+        continue
     try:
         with open(path, encoding="utf-8") as fh:
             for line in fh:
@@ -90,6 +125,7 @@ EOF
   local passed failed skipped details
   read -r passed failed skipped details <<<"$counts"
   passed=${passed:-0} failed=${failed:-1} skipped=${skipped:-0}
+  skipped=$((skipped + ${#PY_SKIPPED[@]}))
   passed=$((passed + EXTRA_PASSED))
   failed=$((failed + EXTRA_FAILED))
   if ((rc != 0 && STATUS == 0)); then
@@ -155,20 +191,35 @@ run_tests build
 #    Not werror: sanitizer builds raise flow-analysis warnings (maybe-uninitialized,
 #    stringop-*) that the release build does not; the release build is the warnings gate.
 #    Examples and benchmarks are not tests, so they are not rebuilt here.
+#    CI time decides the set: sanitizers triple compile time (test_eval.cpp: 64 s CPU at
+#    -O0, 184 s with address,undefined), and every suite under them costs ~25 CPU-minutes,
+#    more than CI's 20-minute budget on a 2-core machine together with the rest. CI runs
+#    the suites whose bugs a sanitizer finds best (shapes and views arithmetic, the pool's
+#    threads, the SIMD math's memory accesses); `tests/run_all.sh --full` runs them all.
 # ---------------------------------------------------------------------------------------
 STAGE="build-asan"
 log "configure + build: build-asan/ (address,undefined)"
 rm -rf build-asan
 meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
   -Dbuildtype=debug -Dexamples=false -Dbench=false -Dpython=false
-meson compile -C build-asan -j "$JOBS"
+ASAN_SUITES=(test_core_shape test_thread_pool test_simd_math)
+if ((FULL)); then
+  meson compile -C build-asan -j "$JOBS"
+else
+  meson compile -C build-asan -j "$JOBS" "${ASAN_SUITES[@]/#/tests/cpp/}"
+fi
 STAGE="test build-asan"
 log "test: build-asan/"
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 # The compile-fail checks ran in build/; compiling them again with sanitizer flags would
 # give the same diagnostics.
-run_tests build-asan --no-suite compile_fail
+if ((FULL)); then
+  run_tests build-asan --no-suite compile_fail
+else
+  echo "run_all: sanitizers on ${ASAN_SUITES[*]} (tests/run_all.sh --full: every suite)"
+  run_tests build-asan --no-rebuild "${ASAN_SUITES[@]}"
+fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # ---------------------------------------------------------------------------------------
@@ -220,6 +271,37 @@ consumer_meson_subproject() {
     "$PARENT/build-sub/consumer"
 }
 check "meson parent (subproject)" consumer_meson_subproject
+
+# ---------------------------------------------------------------------------------------
+# 5. Python: the bridge on CPython 3.11 (.venv/) and 3.12 (.venv-3.12/).
+# ---------------------------------------------------------------------------------------
+source tests/python_env.sh
+export DYNEXPR_CACHE_DIR=$ROOT/build-kernel-cache  # cold for this checkout, shared by both
+rm -rf "$DYNEXPR_CACHE_DIR"
+for ver in 3.11 3.12; do
+  STAGE="python $ver"
+  py=$(python_for "$ver")
+  if [[ -z $py ]]; then
+    echo "run_all: SKIPPED the Python $ver tests: no python$ver on this machine" >&2
+    PY_SKIPPED+=("$ver")
+    continue
+  fi
+  venv=.venv
+  [[ $ver == 3.11 ]] || venv=.venv-$ver
+  log "python $ver: $venv (pip install .)"
+  python_env "$venv" "$py"
+  log "python $ver: pytest tests/python"
+  JUNIT+=("$ROOT/build-kernel-cache/pytest-$ver.xml")
+  # -n: pytest-xdist workers (kernels compile in parallel; the cache is safe to share).
+  if ! "$venv/bin/python" -m pytest tests/python -q -n "$JOBS" -p no:cacheprovider \
+    --junitxml="$ROOT/build-kernel-cache/pytest-$ver.xml"; then
+    echo "run_all: Python $ver tests failed" >&2
+    STATUS=1
+  fi
+done
+if ((${#PY_SKIPPED[@]})); then
+  echo "run_all: Python versions not tested (not installed): ${PY_SKIPPED[*]}" >&2
+fi
 
 STAGE="done"
 log "finished"

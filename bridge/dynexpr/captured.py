@@ -38,6 +38,10 @@ class DynexprWarning(UserWarning):
 
 
 _live: weakref.WeakSet[CapturedFunction] = weakref.WeakSet()
+try:
+    from ._native import select as _select
+except ImportError:  # a source checkout without the built extension: guards in Python
+    _select = None
 _state = {"entries": 0, "warned": set(), "runtime": None}
 
 
@@ -67,7 +71,8 @@ def _cpu_compiler() -> Callable:
 
 
 class Entry:
-    __slots__ = ("guards", "compiled", "input_getters", "template", "translation", "reason")
+    __slots__ = ("guards", "cguards", "compiled", "input_getters", "template", "translation",
+                 "reason")
 
     def __init__(
         self,
@@ -79,11 +84,25 @@ class Entry:
         reason=None,
     ) -> None:
         self.guards = guards
+        self.cguards = _native_guards(guards)  # the same guards checked in C, or None
         self.compiled = compiled  # None: a graph-break entry (plain Python)
         self.input_getters = [_getter(s) for s in sources]
         self.template = template
         self.translation = translation
         self.reason = reason
+
+
+def _native_guards(guards: GuardSet):
+    """guards as a dynexpr._native.GuardSet (checked in C on every call), or None where
+    the extension is not built or a guard kind is one only the Python check knows."""
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    try:
+        return _native.GuardSet(guards.guards)
+    except (TypeError, ValueError):
+        return None
 
 
 def _getter(src: tuple) -> Callable:
@@ -109,6 +128,8 @@ class CapturedFunction:
             setattr(self, attr, getattr(fn, attr, None))
         self.__wrapped__ = fn
         self._entries: list[Entry] = []
+        # (native GuardSet, entry) pairs for _native.select, while every entry has one.
+        self._centries: list[tuple] | None = []
         self._hits = self._misses = self._compiles = 0
         _live.add(self)
 
@@ -125,6 +146,13 @@ class CapturedFunction:
             bound = bind_call(fn, args, kwargs)
         except BindError:
             return fn(*args, **kwargs)  # Python raises the real TypeError
+        centries = self._centries
+        if centries is not None and _select is not None:  # the guards checked in C
+            entry = _select(centries, bound, fn)
+            if entry is not None:
+                self._hits += 1
+                return self._run(entry, bound, args, kwargs)
+            return self._miss(bound, args, kwargs)
         for entry in self._entries:
             if entry.guards.holds(bound, fn):
                 self._hits += 1
@@ -169,6 +197,11 @@ class CapturedFunction:
             warn_once((id(self), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
             return fn(*args, **kwargs)
         self._entries.append(entry)
+        if self._centries is not None:
+            if entry.cguards is None:
+                self._centries = None  # one entry C cannot check: check all in Python
+            else:
+                self._centries.append((entry.cguards, entry))
         _state["entries"] += 1
         if config.verbose:
             print(
@@ -237,6 +270,7 @@ class CapturedFunction:
     def cache_clear(self) -> None:
         _state["entries"] -= len(self._entries)
         self._entries.clear()
+        self._centries = []
         self._hits = self._misses = self._compiles = 0
         _state["warned"] = {
             k for k in _state["warned"] if not (isinstance(k, tuple) and k[0] == id(self))

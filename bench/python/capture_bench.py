@@ -1,0 +1,158 @@
+"""The Python bridge end to end, through dynexpr.capture, in one run:
+
+  1. cache-hit call overhead at 1K float32 elements: a captured 10-op chain against
+     NumPy running the same chain (and a captured single add against np.add);
+  2. first call of the 10-op function with an empty kernel cache: capture + codegen +
+     compile + load, with the precompiled prelude and runtime library as installed with
+     the package (built at install time), and separately what building them on first
+     use costs when they are not;
+  3. first call in a new process with a warm cache (capture + cache hit + load; the
+     interpreter's and NumPy's start-up are reported apart).
+
+    .venv/bin/python bench/python/capture_bench.py [--json bench/results/capture.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import timeit
+
+import numpy as np
+
+import dynexpr
+from dynexpr import cache
+
+N = 1024
+
+
+def gelu10(x, y):
+    """Ten array ops, float32 in and out."""
+    return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x * x * x))) + y
+
+
+def add1(x, y):
+    return x + y
+
+
+def best_us(fn, number, repeat=7) -> float:
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def inputs():
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal(N).astype(np.float32), rng.standard_normal(N).astype(np.float32))
+
+
+def call_overhead() -> dict:
+    x, y = inputs()
+    fused, add = dynexpr.capture(gelu10), dynexpr.capture(add1)
+    np.testing.assert_allclose(fused(x, y), gelu10(x, y), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(add(x, y), x + y)
+    out = {}
+    # Alternate the implementations so that drift hits them alike.
+    for _ in range(3):
+        for name, fn, number in (("gelu10_captured_us", lambda: fused(x, y), 20000),
+                                 ("gelu10_numpy_us", lambda: gelu10(x, y), 20000),
+                                 ("add_captured_us", lambda: add(x, y), 50000),
+                                 ("add_numpy_us", lambda: np.add(x, y), 50000)):
+            t = best_us(fn, number, repeat=3)
+            out[name] = min(out.get(name, t), t)
+    return out
+
+
+def first_call() -> dict:
+    x, y = inputs()
+    res = {}
+    with tempfile.TemporaryDirectory(prefix="dynexpr-bench-") as d:
+        os.environ["DYNEXPR_CACHE_DIR"] = d
+        cache.reset()
+        dynexpr.reset()
+        # What `pip install .` puts in the package (dynexpr/_pch/), else built here now.
+        t = time.perf_counter()
+        cache.ensure_pch()
+        cache.ensure_runtime()
+        res["prelude_and_runtime_s"] = time.perf_counter() - t
+        res["prelude_installed"] = str(cache.ensure_pch()).startswith(str(cache.PKG_DIR))
+        t = time.perf_counter()
+        r = dynexpr.capture(gelu10)(x, y)
+        res["first_call_s"] = time.perf_counter() - t
+        res["compile_s"] = cache.stats["compile_seconds"]
+        np.testing.assert_allclose(r, gelu10(x, y), rtol=1e-5, atol=1e-6)
+        res["warm_process"] = warm_process(d)
+    return res
+
+
+def warm_process(cache_dir: str) -> dict:
+    code = textwrap.dedent(f"""
+        import json, time
+        t0 = time.perf_counter()
+        import numpy as np
+        t1 = time.perf_counter()
+        import dynexpr
+        from dynexpr import cache
+        t2 = time.perf_counter()
+        def gelu10(x, y):
+            return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x * x * x))) + y
+        x = np.ones({N}, np.float32)
+        t3 = time.perf_counter()
+        dynexpr.capture(gelu10)(x, x)
+        t4 = time.perf_counter()
+        print(json.dumps({{"numpy_import_s": t1 - t0, "dynexpr_import_s": t2 - t1,
+                          "first_call_s": t4 - t3, "compiles": cache.stats["compiles"]}}))
+    """)
+    env = dict(os.environ, DYNEXPR_CACHE_DIR=cache_dir)
+    runs = []
+    for _ in range(3):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, check=True)
+        runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return min(runs, key=lambda r: r["first_call_s"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "..", "results",
+                                                   "capture.json"))
+    args = ap.parse_args()
+    saved = os.environ.get("DYNEXPR_CACHE_DIR")
+    res = {"first": first_call()}
+    if saved is None:
+        os.environ.pop("DYNEXPR_CACHE_DIR", None)
+    else:
+        os.environ["DYNEXPR_CACHE_DIR"] = saved
+    cache.reset()
+    res["call"] = call_overhead()
+    res["machine"] = {"nproc": os.cpu_count(), "loadavg": os.getloadavg()}
+    f, w, c = res["first"], res["first"]["warm_process"], res["call"]
+    where = "installed with the package" if f["prelude_installed"] else "built on first use"
+    rows = [
+        ("cache hit, 1K float32, 10-op chain: captured", f"{c['gelu10_captured_us']:.1f} us",
+         f"NumPy {c['gelu10_numpy_us']:.1f} us (target: no worse)"),
+        ("cache hit, 1K float32, one add: captured", f"{c['add_captured_us']:.1f} us",
+         f"np.add {c['add_numpy_us']:.1f} us"),
+        ("first call, 10-op chain, empty kernel cache", f"{f['first_call_s']:.2f} s",
+         f"target <= 1.5 s; of which compiler {f['compile_s']:.2f} s"),
+        (f"  prelude PCH + runtime library ({where})", f"{f['prelude_and_runtime_s']:.2f} s",
+         "once per toolchain"),
+        ("new process, warm cache: first call", f"{w['first_call_s'] * 1e3:.1f} ms",
+         f"target <= 30 ms; compiles: {w['compiles']}; imports: numpy "
+         f"{w['numpy_import_s'] * 1e3:.0f} ms, dynexpr {w['dynexpr_import_s'] * 1e3:.0f} ms"),
+    ]
+    wd = max(len(r[0]) for r in rows)
+    for name, val, ref in rows:
+        print(f"{name:<{wd}}  {val:>10}  {ref}")
+    print(f"(load average {res['machine']['loadavg']}, {res['machine']['nproc']} cores)")
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as fh:
+        json.dump(res, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
