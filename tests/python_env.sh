@@ -34,6 +34,8 @@ python_env() {
   "$venv/bin/python" -m pip install --quiet "numpy>=2" pytest pytest-xdist "meson-python>=0.15" \
     "meson>=1.1" ninja
   echo "python_env: installing dynexpr into $venv (build-py-$ver/)"
-  "$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps \
-    -Cbuild-dir="build-py-$ver" .
+  # The venv's bin/ first on PATH: meson-python runs the `meson` it finds there (the
+  # venv's, from PyPI), not an older system one.
+  PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install --quiet --no-build-isolation \
+    --force-reinstall --no-deps -Cbuild-dir="build-py-$ver" .
 }
