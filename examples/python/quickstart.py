@@ -96,7 +96,8 @@ def main() -> None:
     print("  " + str(report).replace("\n", "\n  "))
     print()
     report = dynexpr.explain(with_a_break, x)
-    print("explain(with_a_break, x): a function that Python must partly run itself")
+    print("explain(with_a_break, x): a value Python must see stops the capture; for now the "
+          "whole function then runs as plain Python (correct, not faster)")
     print("  " + str(report).replace("\n", "\n  "))
     print()
 
