@@ -217,23 +217,16 @@ auto typed(E&& e) {
 template <class T, Operand E>
 void assign_fresh(View<T> out, E&& e) {
   auto x = typed<T>(std::forward<E>(e));
-  const Shape es = x.shape();
-  if (es != out.shape() && broadcast_shapes(es, out.shape()) != out.shape())
-    throw shape_error("dynexpr: could not broadcast input array from shape " + es.str() +
-                      " into shape " + out.shape().str());
+  evaluation::check_broadcast_into(x.shape(), out.shape());
   if (out.size() == 0) return;
-  evaluation::run<T, decltype(evaluation::lower(x)), true>(out, evaluation::lower(x));
+  const auto lowered = evaluation::lower(x);
+  evaluation::run<T, std::remove_cvref_t<decltype(lowered)>, true>(out, lowered);
 }
 
 /// dx::eval(e) into a new C-contiguous tensor, with the lean loop (Note [lean units]).
 template <Operand E>
 auto eval_fresh(E&& e) {
-  auto x = as_expr(std::forward<E>(e));
-  using T = typename decltype(x)::value_type;
-  auto out = Tensor<T>::empty(x.shape());
-  if (out.size())
-    evaluation::run<T, decltype(evaluation::lower(x)), true>(out.view(), evaluation::lower(x));
-  return out;
+  return evaluation::evaluate_new<true>(as_expr(std::forward<E>(e)));
 }
 
 /// A materialised result (reduction, matmul) as a Tensor of dtype T: itself when its

@@ -172,6 +172,35 @@ void run(const View<T>& out, const E& e) {
   });
 }
 
+/// Throws the shape_error of dx::assign unless an expression of shape `from` broadcasts to
+/// an output of shape `to`.
+inline void check_broadcast_into(const Shape& from, const Shape& to) {
+  bool ok = from == to;
+  if (!ok) {
+    try {
+      ok = broadcast_shapes(from, to) == to;
+    } catch (const shape_error&) {
+      ok = false;
+    }
+  }
+  if (!ok)
+    throw shape_error("dynexpr: could not broadcast input array from shape " + from.str() +
+                      " into shape " + to.str());
+}
+
+/// Expression x evaluated into a new C-contiguous Tensor of its dtype and shape (dx::eval;
+/// Lean as in run()).
+template <bool Lean, class X>
+auto evaluate_new(const X& x) {
+  using T = typename X::value_type;
+  auto out = Tensor<T>::empty(x.shape());
+  if (out.size()) {
+    const auto lowered = lower(x);
+    run<T, std::remove_cvref_t<decltype(lowered)>, Lean>(out.view(), lowered);
+  }
+  return out;
+}
+
 }  // namespace evaluation
 
 /// out[...] = e with NumPy's rules: e is broadcast to out's shape, its values cast to
@@ -186,15 +215,7 @@ void assign(View<T> out, E&& e) {
     assign(out, make_map<ops::cast_op<T>>(std::move(x)));
   } else {
     const Shape es = x.shape();
-    bool ok = true;
-    try {
-      ok = broadcast_shapes(es, out.shape()) == out.shape();
-    } catch (const shape_error&) {
-      ok = false;
-    }
-    if (!ok)
-      throw shape_error("dynexpr: could not broadcast input array from shape " + es.str() +
-                        " into shape " + out.shape().str());
+    evaluation::check_broadcast_into(es, out.shape());
     if (out.size() == 0) return;
     if (evaluation::needs_temporary(out, x)) {
       auto tmp = Tensor<T>::empty(es);
@@ -213,11 +234,7 @@ void assign(Tensor<T>& out, E&& e) {
 /// Evaluates e into a new C-contiguous Tensor of e's dtype and broadcast shape.
 template <Operand E>
 auto eval(E&& e) {
-  auto x = as_expr(std::forward<E>(e));
-  using T = typename decltype(x)::value_type;
-  auto out = Tensor<T>::empty(x.shape());
-  if (out.size()) evaluation::run(out.view(), evaluation::lower(x));
-  return out;
+  return evaluation::evaluate_new<false>(as_expr(std::forward<E>(e)));
 }
 
 template <Element T>
