@@ -2,10 +2,12 @@
 
   1. cache-hit call overhead at 1K float32 elements: a captured 10-op chain against
      NumPy running the same chain (and a captured single add against np.add);
-  2. first call of the 10-op function with an empty kernel cache: capture + codegen +
-     compile + load, with the precompiled prelude and runtime library as installed with
-     the package (built at install time), and separately what building them on first
-     use costs when they are not;
+  2. first call of the 10-op function with an empty kernel cache, with the precompiled
+     prelude and runtime library as installed with the package (built at install time;
+     what building them on first use costs is reported apart): as users get it (NumPy
+     runs the captured graph while the unit compiles in the background), the time until
+     calls run the compiled kernel, and the first call waiting for the compiler
+     (config.background_compile = False: capture + codegen + compile + load);
   3. first call in a new process with a warm cache (capture + cache hit + load; the
      interpreter's and NumPy's start-up are reported apart).
 
@@ -53,6 +55,8 @@ def inputs():
 def call_overhead() -> dict:
     x, y = inputs()
     fused, add = dynexpr.capture(gelu10), dynexpr.capture(add1)
+    fused(x, y), add(x, y)
+    dynexpr.synchronize()  # time the compiled kernels, not the NumPy tier
     np.testing.assert_allclose(fused(x, y), gelu10(x, y), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(add(x, y), x + y)
     out = {}
@@ -80,12 +84,35 @@ def first_call() -> dict:
         cache.ensure_runtime()
         res["prelude_and_runtime_s"] = time.perf_counter() - t
         res["prelude_installed"] = str(cache.ensure_pch()).startswith(str(cache.PKG_DIR))
+        # The default: the first call runs NumPy while the unit compiles in the
+        # background (Note [tiered first call]); then the time until calls run compiled.
+        dynexpr.config.background_compile = True
+        f = dynexpr.capture(gelu10)
         t = time.perf_counter()
-        r = dynexpr.capture(gelu10)(x, y)
+        r = f(x, y)
         res["first_call_s"] = time.perf_counter() - t
-        res["compile_s"] = cache.stats["compile_seconds"]
+        np.testing.assert_allclose(r, gelu10(x, y), rtol=1e-5, atol=1e-6)
+        dynexpr.synchronize()
+        res["kernel_ready_s"] = time.perf_counter() - t
+        r = f(x, y)
+        assert type(f.entries[0].compiled).__name__ == "Kernel"
         np.testing.assert_allclose(r, gelu10(x, y), rtol=1e-5, atol=1e-6)
         res["warm_process"] = warm_process(d)
+    # The same first call waiting for the compiler (config.background_compile = False).
+    with tempfile.TemporaryDirectory(prefix="dynexpr-bench-") as d:
+        os.environ["DYNEXPR_CACHE_DIR"] = d
+        cache.reset()
+        dynexpr.reset()
+        cache.ensure_pch()
+        cache.ensure_runtime()
+        dynexpr.config.background_compile = False
+        c0 = cache.stats["compile_seconds"]
+        t = time.perf_counter()
+        r = dynexpr.capture(gelu10)(x, y)
+        res["first_call_sync_s"] = time.perf_counter() - t
+        res["compile_s"] = cache.stats["compile_seconds"] - c0
+        dynexpr.config.background_compile = True
+        np.testing.assert_allclose(r, gelu10(x, y), rtol=1e-5, atol=1e-6)
     return res
 
 
@@ -137,8 +164,12 @@ def main() -> None:
          f"NumPy {c['gelu10_numpy_us']:.1f} us (target: no worse)"),
         ("cache hit, 1K float32, one add: captured", f"{c['add_captured_us']:.1f} us",
          f"np.add {c['add_numpy_us']:.1f} us"),
-        ("first call, 10-op chain, empty kernel cache", f"{f['first_call_s']:.2f} s",
-         f"target <= 1.5 s; of which compiler {f['compile_s']:.2f} s"),
+        ("first call, 10-op chain, empty kernel cache", f"{f['first_call_s'] * 1e3:.1f} ms",
+         "target <= 1.5 s; NumPy runs the graph while the unit compiles in the background"),
+        ("  until calls run the compiled kernel", f"{f['kernel_ready_s']:.2f} s",
+         "background compile done (dynexpr.synchronize())"),
+        ("  first call waiting for the compiler", f"{f['first_call_sync_s']:.2f} s",
+         f"config.background_compile = False; of which compiler {f['compile_s']:.2f} s"),
         (f"  prelude PCH + runtime library ({where})", f"{f['prelude_and_runtime_s']:.2f} s",
          "once per toolchain"),
         ("new process, warm cache: first call", f"{w['first_call_s'] * 1e3:.1f} ms",

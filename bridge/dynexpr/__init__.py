@@ -5,7 +5,8 @@
         return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
 
 See capture() for the options, explain() for what a capture did, and config for the
-settings. DYNEXPR_LOGS=graph_breaks,guards,recompiles,output_code,cache turns on logs.
+settings. A kernel missing from the disk cache compiles in the background while NumPy runs
+the captured graph (config.background_compile); synchronize() waits for those compiles. DYNEXPR_LOGS=graph_breaks,guards,recompiles,output_code,cache turns on logs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .capture import GraphBreakError
 from .captured import BACKENDS, MODES, CacheInfo, CapturedFunction, DynexprWarning, reset
 from .config import config
 from .explain import explain
+from .background import synchronize
 from .guards import Guard
 
 __version__ = "0.1.0"
@@ -127,6 +129,7 @@ __all__ = [
     "explain",
     "config",
     "reset",
+    "synchronize",
     "disable",
     "mark_dynamic",
     "mark_static",

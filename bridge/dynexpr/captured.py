@@ -229,7 +229,10 @@ class CapturedFunction:
             self._compiles += 1
         else:
             compiled = _nothing
-        return Entry(GuardSet(tr.guards), compiled, tr.input_sources, tr.template, tr)
+        entry = Entry(GuardSet(tr.guards), compiled, tr.input_sources, tr.template, tr)
+        if isinstance(compiled, _Tiered):
+            compiled.entry = entry
+        return entry
 
     def _compile(self, graph, example_inputs: list) -> Callable:
         backend = self.backend
@@ -237,7 +240,7 @@ class CapturedFunction:
             compiled = backend(graph, example_inputs)
         elif backend == "cpu" and _cpu_compiler() is not None:
             try:
-                compiled = _cpu_compiler()(graph, fuse=self.fuse)
+                compiled = self._compile_cpu(graph)
             except NotImplementedError as e:  # a valid graph the compiled backend lacks
                 warn_once(
                     ("cpu-missing", str(e)),
@@ -262,6 +265,21 @@ class CapturedFunction:
                 "not a callable f(*inputs) -> tuple of output arrays"
             )
         return compiled
+
+    def _compile_cpu(self, graph) -> Callable:
+        """The kernel, when the cache holds it or compiling now is wanted; else a _Tiered
+        that runs NumPy until the background compile is done (Note [tiered first call])."""
+        from . import background, runtime
+
+        plan = runtime.plan(graph, fuse=self.fuse)
+        ready = runtime.cached(plan)
+        if ready is not None:
+            return ready.fn
+        if not config.background_compile:
+            return runtime.finish(plan).fn
+        job = background.submit(lambda: runtime.finish(plan).fn,
+                                f"{self._fn.__qualname__} (unit {plan.key[:12]})")
+        return _Tiered(job, eager.compile_graph(graph), self._fn.__qualname__)
 
     # -- introspection ------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
@@ -306,6 +324,39 @@ class CapturedFunction:
                 len(self._entries) + 1,
                 text,
             )
+
+
+class _Tiered:
+    """An entry's callable while its unit compiles in the background: NumPy (the eager
+    graph) until the kernel is ready, then the kernel, which also replaces this object in
+    the entry (set by CapturedFunction._new_entry) so later calls skip it."""
+
+    __slots__ = ("job", "fallback", "name", "entry")
+
+    def __init__(self, job, fallback: Callable, name: str) -> None:
+        self.job, self.fallback, self.name = job, fallback, name
+        self.entry: Entry | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.job.done
+
+    def __call__(self, *arrays: Any) -> tuple:
+        job = self.job
+        if not job.done:
+            return self.fallback(*arrays)
+        if job.error is None:
+            if self.entry is not None:
+                self.entry.compiled = job.result
+            return job.result(*arrays)
+        if not config.suppress_errors:
+            raise job.error
+        warn_once(("bg-error", id(self)),
+                  f"{job.error}\n(suppress_errors: {self.name} keeps running the captured "
+                  "graph with NumPy)")
+        if self.entry is not None:
+            self.entry.compiled = self.fallback
+        return self.fallback(*arrays)
 
 
 def _summary(entry: Entry) -> str:

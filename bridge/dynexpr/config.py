@@ -42,6 +42,13 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
         lambda: int(os.environ.get("DYNEXPR_NUM_THREADS", "0") or 0),
         "worker threads of compiled kernels; 0 = one per core ($DYNEXPR_NUM_THREADS)",
     ),
+    "background_compile": (
+        bool,
+        lambda: os.environ.get("DYNEXPR_BACKGROUND_COMPILE", "1") not in ("0", "false", "no"),
+        "a kernel not in the cache compiles in a background thread while NumPy runs the "
+        "captured graph; False: the first call waits for the compiler "
+        "($DYNEXPR_BACKGROUND_COMPILE=0)",
+    ),
     "verbose": (bool, lambda: False, "print a line for each capture and compile"),
 }
 

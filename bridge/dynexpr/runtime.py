@@ -41,13 +41,44 @@ def compile_graph(graph: ir.Graph, *, fuse: bool = True):
 
 
 def build(graph: ir.Graph, *, fuse: bool = True) -> Compiled:
+    return finish(plan(graph, fuse=fuse))
+
+
+@dataclass
+class Plan:
+    """A graph scheduled and turned into its unit's source, not compiled yet."""
+    schedule: Schedule
+    conv: dict
+    source: str  # "" when there is nothing to compile (every output is an input)
+    key: str | None
+
+
+def plan(graph: ir.Graph, *, fuse: bool = True) -> Plan:
     s = schedule(graph, fuse)
     conv = calling_convention(s)
     if not s.kernels:
-        return Compiled(_identity(conv), None, "", s)
+        return Plan(s, conv, "", None)
     source = codegen.generate(s)
-    art = cache.get_or_build(source, conv)
-    return Compiled(_kernel(art), art.key, source, s)
+    return Plan(s, conv, source, cache.unit_key(source))
+
+
+def cached(p: Plan) -> Compiled | None:
+    """p's callable if the cache already holds its unit (or it needs none), else None."""
+    if p.key is None:
+        return finish(p)
+    art = cache.lookup(p.key)
+    if art is None:
+        return None
+    cache.stats["hits"] += 1
+    return Compiled(_kernel(art), art.key, p.source, p.schedule)
+
+
+def finish(p: Plan) -> Compiled:
+    """p's callable, compiling its unit on a cache miss (once, across processes)."""
+    if p.key is None:
+        return Compiled(_identity(p.conv), None, "", p.schedule)
+    art = cache.get_or_build(p.source, p.conv)
+    return Compiled(_kernel(art), art.key, p.source, p.schedule)
 
 
 def load(key: str):

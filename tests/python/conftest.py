@@ -5,6 +5,10 @@ import os
 import sys
 import warnings
 
+# Subprocesses the tests start (a second process on the same cache) compile in the
+# foreground too: see the fixture below.
+os.environ.setdefault("DYNEXPR_BACKGROUND_COMPILE", "0")
+
 try:
     import dynexpr  # noqa: F401  (an installed or editable dynexpr)
 except ImportError:
@@ -21,8 +25,12 @@ def _fresh_dynexpr():
     dynexpr.reset()
     saved = {
         k: getattr(dynexpr.config, k)
-        for k in ("recompile_limit", "suppress_errors", "accumulated_recompile_limit")
+        for k in ("recompile_limit", "suppress_errors", "accumulated_recompile_limit",
+                  "background_compile")
     }
+    # The tests check the compiled kernels, so the first call waits for the compiler
+    # instead of running NumPy meanwhile (test_background.py tests that tier).
+    dynexpr.config.background_compile = False
     with warnings.catch_warnings():
         # Until the native runtime lands, backend="cpu" falls back to eager with a warning.
         warnings.filterwarnings("ignore", message=".*backend='cpu' is not available.*")

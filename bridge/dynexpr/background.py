@@ -1,0 +1,127 @@
+"""Compiling kernels in the background, so that a first call does not wait for g++.
+
+Note [tiered first call]
+A 10-op unit takes g++ ~2.8 s here (a 137 MB precompiled prelude to load, then the
+expression templates to instantiate and optimise). With config.background_compile (the
+default), a graph whose unit is not in the disk cache yet is handed to one compile thread,
+and its entry runs the captured graph op by op with NumPy (the eager backend: the same
+results, unfused) until the unit is ready; the first call that finds it ready swaps the
+entry over to the kernel, after which nothing of this module is on the call path.
+
+The compile runs in a g++ subprocess, so the thread holds the GIL only to start it and to
+load the result. At interpreter exit the compile that is running is finished and published
+(the next process finds it in the cache); queued ones are dropped. A compile that fails
+raises its error (with the generated file and the compiler's message) from the call that
+finds it, and from every later call of that entry, as a synchronous compile would; with
+config.suppress_errors it warns once and the entry stays on NumPy.
+
+`dynexpr.synchronize()` waits for every queued compile: tests and benchmarks that want the
+compiled kernel (not the NumPy tier) call it, or set config.background_compile = False.
+"""
+
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import logs
+
+_jobs: queue.Queue = queue.Queue()
+_lock = threading.Lock()
+_state: dict[str, Any] = {"thread": None, "exiting": False, "pending": 0}
+_idle = threading.Condition(_lock)
+
+
+class Job:
+    """One compile: `work()` runs on the compile thread; its result or error is kept."""
+
+    __slots__ = ("work", "label", "done", "result", "error", "seconds")
+
+    def __init__(self, work: Callable[[], Any], label: str) -> None:
+        self.work, self.label = work, label
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.seconds = 0.0
+
+
+def submit(work: Callable[[], Any], label: str) -> Job:
+    job = Job(work, label)
+    with _lock:
+        _state["pending"] += 1
+        if _state["thread"] is None or not _state["thread"].is_alive():
+            t = threading.Thread(target=_worker, name="dynexpr-compile", daemon=True)
+            _state["thread"] = t
+            t.start()
+    _jobs.put(job)
+    log = logs.get("cache")
+    if log.isEnabledFor(20):
+        log.info("dynexpr: compiling %s in the background; NumPy runs it meanwhile", label)
+    return job
+
+
+def synchronize(timeout: float | None = None) -> bool:
+    """Waits until every background compile has finished; False if `timeout` ran out."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _idle:
+        while _state["pending"]:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _idle.wait(left)
+    return True
+
+
+def pending() -> int:
+    return _state["pending"]
+
+
+def _worker() -> None:
+    while True:
+        job = _jobs.get()
+        if _state["exiting"]:
+            _finish(job, RuntimeError("dynexpr: interpreter exiting; compile dropped"))
+            continue
+        t0 = time.perf_counter()
+        try:
+            result, error = job.work(), None
+        except BaseException as e:  # kept for the call that finds it
+            result, error = None, e
+        job.seconds = time.perf_counter() - t0
+        job.result = result
+        _finish(job, error)
+
+
+def _finish(job: Job, error: BaseException | None) -> None:
+    job.error = error
+    with _idle:
+        job.done = True
+        _state["pending"] -= 1
+        _idle.notify_all()
+    log = logs.get("cache")
+    if log.isEnabledFor(20) and error is None:
+        log.info("dynexpr: %s compiled in the background in %.2fs", job.label, job.seconds)
+
+
+@atexit.register
+def _at_exit() -> None:
+    # Finish the compile that is running (so the cache gets it), drop the queued ones.
+    _state["exiting"] = True
+    t = _state["thread"]
+    if t is None or not t.is_alive():
+        return
+    while True:
+        try:
+            job = _jobs.get_nowait()
+        except queue.Empty:
+            break
+        _finish(job, RuntimeError("dynexpr: interpreter exiting; compile dropped"))
+    with _idle:
+        while _state["pending"]:
+            _idle.wait(1.0)
+            if not t.is_alive():
+                break
