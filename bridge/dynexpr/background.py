@@ -32,8 +32,10 @@ from . import logs
 
 _jobs: queue.Queue = queue.Queue()
 _lock = threading.Lock()
-_state: dict[str, Any] = {"thread": None, "exiting": False, "pending": 0}
+_state: dict[str, Any] = {"thread": None, "exiting": False, "pending": 0, "running": None,
+                          "kept": None}
 _idle = threading.Condition(_lock)
+_ANY = object()
 
 
 class Job:
@@ -83,7 +85,14 @@ def pending() -> int:
 def _worker() -> None:
     while True:
         job = _jobs.get()
-        if _state["exiting"]:
+        with _lock:
+            kept = _state["kept"]
+            drop = _state["exiting"] and kept is not job and kept is not _ANY
+            if not drop:
+                _state["running"] = job
+                if kept is _ANY:
+                    _state["kept"] = job
+        if drop:
             _finish(job, RuntimeError("dynexpr: interpreter exiting; compile dropped"))
             continue
         t0 = time.perf_counter()
@@ -93,6 +102,8 @@ def _worker() -> None:
             result, error = None, e
         job.seconds = time.perf_counter() - t0
         job.result = result
+        with _lock:
+            _state["running"] = None
         _finish(job, error)
 
 
@@ -109,17 +120,27 @@ def _finish(job: Job, error: BaseException | None) -> None:
 
 @atexit.register
 def _at_exit() -> None:
-    # Finish the compile that is running (so the cache gets it), drop the queued ones.
-    _state["exiting"] = True
+    # Finish the compile that is running (so the cache gets it), or the first queued one
+    # when the thread has not picked it up yet (a short script's only compile); drop the
+    # rest.
     t = _state["thread"]
+    with _lock:
+        _state["exiting"] = True
+        drained = []
+        while True:
+            try:
+                drained.append(_jobs.get_nowait())
+            except queue.Empty:
+                break
+        if _state["running"] is None and drained:
+            _state["kept"] = drained.pop(0)
+            _jobs.put(_state["kept"])
+        elif _state["running"] is None:
+            _state["kept"] = _ANY  # the thread holds a job it has not marked running yet
+    for job in drained:
+        _finish(job, RuntimeError("dynexpr: interpreter exiting; compile dropped"))
     if t is None or not t.is_alive():
         return
-    while True:
-        try:
-            job = _jobs.get_nowait()
-        except queue.Empty:
-            break
-        _finish(job, RuntimeError("dynexpr: interpreter exiting; compile dropped"))
     with _idle:
         while _state["pending"]:
             _idle.wait(1.0)

@@ -16,8 +16,12 @@ from dynexpr import background, cache
 from compare import assert_same
 
 
+_NONCE = (os.getpid() % 9973) * 1e-7  # units of this process only: never in the cache yet
+
+
 def make_chain(c):
-    """A chain whose unit no other test compiles (c is baked into it)."""
+    """A chain whose unit no other test or earlier run compiled (c is baked into it)."""
+    c = c + _NONCE
 
     def chain(x, y):
         return np.tanh(x * c + y) * 0.5 - np.sqrt(np.abs(y)) + x * y
@@ -25,28 +29,10 @@ def make_chain(c):
     return chain
 
 
-@pytest.fixture(scope="module")
-def module_cache(tmp_path_factory):
-    # One cache for the module: the precompiled prelude and runtime library (install-time
-    # work) are built once; each test compiles units of its own (make_chain).
-    root = tmp_path_factory.mktemp("background") / "cache"
-    saved = os.environ.get("DYNEXPR_CACHE_DIR")
-    os.environ["DYNEXPR_CACHE_DIR"] = str(root)
-    cache.reset()
-    cache.ensure_pch()
-    cache.ensure_runtime()
-    yield root
-    background.synchronize()
-    if saved is None:
-        os.environ.pop("DYNEXPR_CACHE_DIR", None)
-    else:
-        os.environ["DYNEXPR_CACHE_DIR"] = saved
-    cache.reset()
-
-
 @pytest.fixture
-def fresh_cache(module_cache):
-    yield module_cache
+def fresh_cache():
+    # The session's cache (its precompiled prelude is shared); the units are new to it.
+    yield os.environ.get("DYNEXPR_CACHE_DIR") or os.path.expanduser("~/.cache/dynexpr")
     background.synchronize()
 
 
@@ -116,10 +102,11 @@ def test_a_failed_background_compile_raises_with_the_compiler_message(fresh_cach
 
 
 def test_exit_finishes_the_running_compile_for_the_next_process(fresh_cache):
-    prog = textwrap.dedent("""
+    c = 2.25 + _NONCE
+    prog = textwrap.dedent(f"""
         import numpy as np, dynexpr
         def chain(x, y):
-            return np.tanh(x * 2.25 + y) * 0.5 - np.sqrt(np.abs(y)) + x * y
+            return np.tanh(x * {c!r} + y) * 0.5 - np.sqrt(np.abs(y)) + x * y
         x = np.linspace(-1, 1, 999, dtype=np.float32)
         r = dynexpr.capture(chain)(x, x)
         assert np.allclose(r, chain(x, x), rtol=1e-5, atol=1e-6)
@@ -130,11 +117,11 @@ def test_exit_finishes_the_running_compile_for_the_next_process(fresh_cache):
     assert p.returncode == 0, p.stderr
     # The first process exited right after its NumPy-tier call; its compile was finished
     # at exit, so a second process loads the unit without compiling.
-    check = textwrap.dedent("""
+    check = textwrap.dedent(f"""
         import numpy as np, dynexpr
         from dynexpr import cache
         def chain(x, y):
-            return np.tanh(x * 2.25 + y) * 0.5 - np.sqrt(np.abs(y)) + x * y
+            return np.tanh(x * {c!r} + y) * 0.5 - np.sqrt(np.abs(y)) + x * y
         x = np.linspace(-1, 1, 999, dtype=np.float32)
         f = dynexpr.capture(chain)
         f(x, x)
