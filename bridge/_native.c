@@ -17,9 +17,9 @@
  *
  *   GuardSet(guards)   guards as data, exactly as bridge/dynexpr/guards.py defines them
  *       (its sources: arg, global, closure, attr, item, type; its kinds: TYPE, DTYPE,
- *       NDIM, SHAPE, STRIDES_CLASS, VALUE, ID, LEN, DICT_KEYS, WRITEABLE, ALIAS), given as
- *       guards.Guard objects or (kind, source, expected) tuples. One extension: a SHAPE
- *       entry None matches any extent (a dynamic dimension).
+ *       NDIM, SHAPE, STRIDES_CLASS, VALUE, ID, LEN, DICT_KEYS, WRITEABLE, ALIAS, DYN_SHAPE,
+ *       DIM_EQ), given as guards.Guard objects or (kind, source, expected) tuples. One
+ *       extension: a SHAPE entry None matches any extent.
  *       .check(args, fn=None) -> bool; .failing(args, fn=None) -> first failing guard or
  *       None; args are the bound arguments, fn the captured function (for global and
  *       closure sources). A guard that cannot be evaluated fails; nothing raises.
@@ -416,11 +416,12 @@ static PyTypeObject KernelType = {
  * tests/python/test_native_guards.py checks this against it on the same data). */
 enum guard_kind {
   G_TYPE, G_DTYPE, G_NDIM, G_SHAPE, G_STRIDES, G_VALUE, G_ID, G_LEN, G_DICT_KEYS,
-  G_WRITEABLE, G_ALIAS
+  G_WRITEABLE, G_ALIAS, G_DYN_SHAPE, G_DIM_EQ
 };
 static const char* guard_names[] = {"TYPE",  "DTYPE", "NDIM", "SHAPE",     "STRIDES_CLASS",
                                     "VALUE", "ID",    "LEN",  "DICT_KEYS", "WRITEABLE",
-                                    "ALIAS", NULL};
+                                    "ALIAS", "DYN_SHAPE", "DIM_EQ", NULL};
+#define PAIR_KIND(k) ((k) == G_ALIAS || (k) == G_DIM_EQ)
 enum alias_rel { A_SAME, A_OVERLAP, A_DISJOINT };
 
 typedef struct {
@@ -432,8 +433,10 @@ typedef struct {
   PyArray_Descr* descr;
   Py_ssize_t n;        /* NDIM / LEN, SHAPE length, STRIDES_CLASS (0 "C", 1 "strided"),
                           WRITEABLE (0/1), ALIAS relation */
-  npy_intp shape[NPY_MAXDIMS];
-  char any[NPY_MAXDIMS];
+  npy_intp shape[NPY_MAXDIMS]; /* SHAPE/DYN_SHAPE extents; DYN_SHAPE: lo of a dynamic one */
+  npy_intp hi[NPY_MAXDIMS];    /* DYN_SHAPE: hi of a dynamic dimension (-1: unbounded) */
+  char any[NPY_MAXDIMS];       /* SHAPE: any extent; DYN_SHAPE: a dynamic dimension */
+  int axes[2];                 /* DIM_EQ: the two axes */
 } guard;
 
 typedef struct {
@@ -529,14 +532,14 @@ static PyObject* GuardSet_new(PyTypeObject* type, PyObject* args, PyObject* kw) 
       goto fail;
     }
     PyObject* src = g->source;
-    const int pair_ok = g->kind == G_ALIAS && PyTuple_Check(src) && PyTuple_GET_SIZE(src) == 2 &&
+    const int pair_ok = PAIR_KIND(g->kind) && PyTuple_Check(src) && PyTuple_GET_SIZE(src) == 2 &&
                         source_ok(PyTuple_GET_ITEM(src, 0)) && source_ok(PyTuple_GET_ITEM(src, 1));
-    if (g->kind == G_ALIAS ? !pair_ok : !source_ok(src)) {
+    if (PAIR_KIND(g->kind) ? !pair_ok : !source_ok(src)) {
       PyErr_Format(PyExc_ValueError, "dynexpr GuardSet: guard %zd has a malformed source %R", i,
                    src);
       goto fail;
     }
-    if (g->kind != G_ALIAS && !strcmp(tag_of(src), "arg"))
+    if (!PAIR_KIND(g->kind) && !strcmp(tag_of(src), "arg"))
       g->arg = PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1));
     PyObject* exp = g->expected;
     switch (g->kind) {
@@ -575,6 +578,39 @@ static PyObject* GuardSet_new(PyTypeObject* type, PyObject* args, PyObject* kw) 
       case G_WRITEABLE:
         g->n = PyObject_IsTrue(exp);
         if (g->n < 0) goto fail;
+        break;
+      case G_DYN_SHAPE:
+        /* per dimension an int, or (lo, hi) for a dynamic one (hi None: unbounded) */
+        if (!PyTuple_Check(exp) || PyTuple_GET_SIZE(exp) > NPY_MAXDIMS) {
+          PyErr_SetString(PyExc_TypeError, "dynexpr GuardSet: DYN_SHAPE expects a tuple");
+          goto fail;
+        }
+        g->n = PyTuple_GET_SIZE(exp);
+        for (Py_ssize_t j = 0; j < g->n; ++j) {
+          PyObject* d = PyTuple_GET_ITEM(exp, j);
+          g->any[j] = PyTuple_Check(d);
+          if (g->any[j]) {
+            if (PyTuple_GET_SIZE(d) != 2) {
+              PyErr_SetString(PyExc_TypeError, "dynexpr GuardSet: DYN_SHAPE range is (lo, hi)");
+              goto fail;
+            }
+            PyObject* hi = PyTuple_GET_ITEM(d, 1);
+            g->shape[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(d, 0));
+            g->hi[j] = hi == Py_None ? -1 : PyLong_AsSsize_t(hi);
+          } else {
+            g->shape[j] = PyLong_AsSsize_t(d);
+          }
+          if (PyErr_Occurred()) goto fail;
+        }
+        break;
+      case G_DIM_EQ:
+        if (!PyTuple_Check(exp) || PyTuple_GET_SIZE(exp) != 2) {
+          PyErr_SetString(PyExc_TypeError, "dynexpr GuardSet: DIM_EQ expects (axis, axis)");
+          goto fail;
+        }
+        g->axes[0] = (int)PyLong_AsLong(PyTuple_GET_ITEM(exp, 0));
+        g->axes[1] = (int)PyLong_AsLong(PyTuple_GET_ITEM(exp, 1));
+        if (PyErr_Occurred()) goto fail;
         break;
       case G_ALIAS: {
         const char* c = PyUnicode_Check(exp) ? PyUnicode_AsUTF8(exp) : "";
@@ -797,10 +833,19 @@ static int flag_of(PyObject* x, const char* flag) {
 
 /* 1 holds, 0 fails; never raises (a guard that cannot be evaluated fails). */
 static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, PyObject* fn) {
-  if (g->kind == G_ALIAS) {
+  if (PAIR_KIND(g->kind)) {
     PyObject* a = resolve(PyTuple_GET_ITEM(g->source, 0), args, nargs, fn);
     PyObject* b = a ? resolve(PyTuple_GET_ITEM(g->source, 1), args, nargs, fn) : NULL;
-    int ok = a && b && alias_relation(a, b) == g->n;
+    int ok;
+    if (g->kind == G_ALIAS) {
+      ok = a && b && alias_relation(a, b) == g->n;
+    } else { /* DIM_EQ: the guards before it made both arrays of the expected rank */
+      ok = a && b && PyArray_Check(a) && PyArray_Check(b) &&
+           g->axes[0] < PyArray_NDIM((PyArrayObject*)a) &&
+           g->axes[1] < PyArray_NDIM((PyArrayObject*)b) &&
+           PyArray_DIMS((PyArrayObject*)a)[g->axes[0]] ==
+               PyArray_DIMS((PyArrayObject*)b)[g->axes[1]];
+    }
     Py_XDECREF(a);
     Py_XDECREF(b);
     return ok;
@@ -840,6 +885,13 @@ static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, Py
         }
       } else {
         ok = attr_equals(x, "shape", g->expected);
+      }
+      break;
+    case G_DYN_SHAPE:
+      ok = arr && PyArray_NDIM(a) == g->n;
+      for (Py_ssize_t j = 0; j < g->n && ok; ++j) {
+        const npy_intp d = PyArray_DIMS(a)[j];
+        ok = g->any[j] ? d >= g->shape[j] && (g->hi[j] < 0 || d <= g->hi[j]) : d == g->shape[j];
       }
       break;
     case G_STRIDES: {

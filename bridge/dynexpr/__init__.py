@@ -11,12 +11,16 @@ the captured graph (config.background_compile); synchronize() waits for those co
 
 from __future__ import annotations
 
+import builtins
 import functools
 import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from . import logs
+from .capture import dynamic as _dynamic
 from .capture import GraphBreakError
 from .captured import BACKENDS, MODES, CacheInfo, CapturedFunction, DynexprWarning, reset
 from .config import config
@@ -43,7 +47,10 @@ def capture(
     backend    "cpu" (compiled C++ kernels), "eager" (the captured graph run op by op
                with NumPy), or a callable(graph, example_inputs) -> f(*inputs) -> outputs
     mode       "default"
-    dynamic    None or False: shapes are specialised (a new shape recompiles)
+    dynamic    None: the first call is specialised to its shapes; a dimension seen with a
+               second extent is dynamic in the recompiled entry (a third extent reuses
+               it). True: every dimension of size >= 2 is dynamic from the start.
+               False: never dynamic (each new shape is captured again)
     fullgraph  True: raise GraphBreakError instead of running plain Python at a break
     fuse       False: one kernel per op (the unfused comparison, same pipeline)
     """
@@ -61,12 +68,6 @@ def capture(
         raise ValueError(f"dynexpr.capture: unknown mode {mode!r}; modes: {', '.join(MODES)}")
     if dynamic not in (None, False, True):
         raise TypeError(f"dynexpr.capture: dynamic must be None, False or True, got {dynamic!r}")
-    if dynamic is True:
-        raise NotImplementedError(
-            "dynexpr.capture(dynamic=True): dynamic shapes are not "
-            "implemented yet; leave dynamic=None (each new shape is "
-            "captured again, up to config.recompile_limit)"
-        )
     for name, value in (("fullgraph", fullgraph), ("fuse", fuse)):
         if not isinstance(value, bool):
             raise TypeError(f"dynexpr.capture: {name} must be True or False, got {value!r}")
@@ -111,17 +112,33 @@ def disable(fn: Callable | None = None) -> Any:
 
 
 def mark_dynamic(a: Any, dim: int, min: int | None = None, max: int | None = None) -> None:
-    raise NotImplementedError(
-        "dynexpr.mark_dynamic: dynamic dimensions are not implemented "
-        "yet; each new shape is captured again (up to "
-        "config.recompile_limit)"
-    )
+    """Capture array `a`'s dimension `dim` as dynamic (any extent in [min, max]) the next
+    time a captured function meets `a`, instead of waiting for a second extent. Extents
+    0 and 1 stay specialised, so min is at least 2."""
+    lo = 2 if min is None else min
+    for name, v in (("min", min), ("max", max)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise TypeError(f"dynexpr.mark_dynamic: {name} must be a non-negative int, got {v!r}")
+    if max is not None and max < lo:
+        raise ValueError(f"dynexpr.mark_dynamic: max={max} is below min={lo}")
+    d = _dynamic.axis_of(a, dim, "mark_dynamic")
+    n = a.shape[d]
+    if n < lo or (max is not None and n > max):
+        raise ValueError(
+            f"dynexpr.mark_dynamic: dimension {d} of this array has extent {n}, outside the "
+            f"range [{lo}, {'inf' if max is None else max}] given for it; widen the range "
+            "or mark another array")
+    _dynamic.mark(a, d, (builtins.max(lo, 2), max), "mark_dynamic")
 
 
 def mark_static(a: Any, dim: int | None = None) -> None:
-    raise NotImplementedError(
-        "dynexpr.mark_static: shapes are always static for now, so there is nothing to mark"
-    )
+    """Keep array `a`'s dimension `dim` (every dimension when dim is None) static, even
+    when it changes between calls or the function was captured with dynamic=True."""
+    dims = range(getattr(a, "ndim", 0)) if dim is None else (dim,)
+    if dim is None and type(a) is not np.ndarray:
+        raise TypeError(f"dynexpr.mark_static: expected a NumPy ndarray, got {type(a).__name__}")
+    for d in dims:
+        _dynamic.mark(a, d, None, "mark_static")
 
 
 __all__ = [

@@ -26,7 +26,9 @@ from . import eager, logs
 from .capture import GraphBreakError, InternalError, Unsupported, translate
 from .capture.calls import BindError, bind_call
 from .config import config
-from .guards import GuardSet, resolve
+from .capture import dynamic
+from .capture.translate import translate_dynamic
+from .guards import GuardSet, format_source, resolve
 
 CacheInfo = namedtuple("CacheInfo", "hits misses compiles entries")
 BACKENDS = ("cpu", "eager")
@@ -131,6 +133,9 @@ class CapturedFunction:
         # (native GuardSet, entry) pairs for _native.select, while every entry has one.
         self._centries: list[tuple] | None = []
         self._hits = self._misses = self._compiles = 0
+        # (source, axis) of dimensions seen with two extents: dynamic from then on
+        # (dynamic=None, TorchDynamo's "automatic dynamic shapes").
+        self._dyn: set[tuple] = set()
         _live.add(self)
 
     def __repr__(self) -> str:
@@ -173,6 +178,7 @@ class CapturedFunction:
             return fn(*args, **kwargs)
         if self._entries:
             self._log_recompile(bound)
+            self._note_changed_dims(bound)
             if len(self._entries) >= config.recompile_limit:
                 failing = self._entries[-1].guards.failing(bound, fn)
                 warn_once(
@@ -211,8 +217,20 @@ class CapturedFunction:
         return self._run(entry, bound, args, kwargs)
 
     def _new_entry(self, bound: list) -> Entry:
+        tr = None
+        if self.dynamic is not False and (self.dynamic or self._dyn or dynamic.any_marks()):
+            try:
+                tr, kept = translate_dynamic(self._fn, bound, self._dim_policy)
+            except Unsupported:
+                tr = None  # translated static below, for the break's own guards
+            if tr is not None and logs.enabled("dynamic"):
+                logs.get("dynamic").info(
+                    "%s: dynamic dimensions %s", self._fn.__qualname__,
+                    ", ".join(f"{format_source(s, self._argnames())}.shape[{a}]"
+                              for s, a in sorted(kept, key=repr)))
         try:
-            tr = translate(self._fn, bound)
+            if tr is None:
+                tr = translate(self._fn, bound)
         except Unsupported as e:
             reason = e.to_reason()
             log = logs.get("graph_breaks")
@@ -281,6 +299,41 @@ class CapturedFunction:
                                 f"{self._fn.__qualname__} (unit {plan.key[:12]})")
         return _Tiered(job, eager.compile_graph(graph), self._fn.__qualname__)
 
+    # -- dynamic dimensions ---------------------------------------------------------------
+    def _dim_policy(self, source: tuple, axis: int, a: np.ndarray):
+        """(lo, hi) when dimension `axis` of array `a` (found at `source`) is to be
+        dynamic in the next translation, else None (Note [dynamic dimensions by
+        sentinels] in capture/dynamic.py)."""
+        marks = dynamic.marks(a)
+        if marks is not None and axis in marks:
+            return marks[axis]  # mark_dynamic's range, or None for mark_static
+        if self.dynamic or (source, axis) in self._dyn:
+            return (2, None)
+        return None
+
+    def _note_changed_dims(self, bound: list) -> None:
+        """dynamic=None: an array dimension whose extent differs from the one an entry was
+        captured for becomes dynamic for the next translation."""
+        if self.dynamic is not None:
+            return
+        shape_guards = (g for e in self._entries for g in e.guards
+                        if g.kind in ("SHAPE", "DYN_SHAPE"))
+        for g in shape_guards:
+            try:
+                now = resolve(g.source, bound, self._fn)
+            except Exception:
+                continue
+            if type(now) is not np.ndarray or now.ndim != len(g.expected):
+                continue
+            for axis, (was, got) in enumerate(zip(g.expected, now.shape)):
+                if type(was) is int and was != got and was >= 2 and got >= 2:
+                    if (g.source, axis) not in self._dyn and logs.enabled("dynamic"):
+                        logs.get("dynamic").info(
+                            "%s: %s.shape[%d] was %d, now %d: making it dynamic",
+                            self._fn.__qualname__, format_source(g.source, self._argnames()),
+                            axis, was, got)
+                    self._dyn.add((g.source, axis))
+
     # -- introspection ------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self._hits, self._misses, self._compiles, len(self._entries))
@@ -289,6 +342,7 @@ class CapturedFunction:
         _state["entries"] -= len(self._entries)
         self._entries.clear()
         self._centries = []
+        self._dyn.clear()
         self._hits = self._misses = self._compiles = 0
         _state["warned"] = {
             k for k in _state["warned"] if not (isinstance(k, tuple) and k[0] == id(self))

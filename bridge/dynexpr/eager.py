@@ -95,18 +95,30 @@ def compile_graph(
     out_ids = [o.id for o in graph.outputs]
     mutations = [(i, v.id) for i, v in graph.mutations]
     n_inputs = len(graph.inputs)
+    dynamic = any(isinstance(d, str) for v in graph.values for d in v.shape)
 
     def run(*inputs: np.ndarray) -> tuple:
         if len(inputs) != n_inputs:
             raise TypeError(f"dynexpr: this graph takes {n_inputs} inputs, got {len(inputs)}")
         env: dict[int, Any] = {}
+        sizes: dict[str, int] = {}  # dynamic extents, bound by the first value that has them
         with np.errstate(all="ignore"):
             for v, fn, arg_ids in plan:
                 if v.op == "input":
                     r = inputs[v.attr("index")]
+                elif dynamic and v.op == "full":
+                    r = np.full(tuple(sizes[d] if isinstance(d, str) else d for d in v.shape),
+                                v.attr("value"), dtype=v.dtype)
                 else:
                     r = np.asarray(fn(v, [env[i] for i in arg_ids]))
-                if r.dtype != np.dtype(v.dtype) or r.shape != v.shape:
+                if dynamic and r.ndim == v.ndim:
+                    for d, got in zip(v.shape, r.shape):
+                        if isinstance(d, str):
+                            sizes.setdefault(d, got)
+                    want = tuple(sizes[d] if isinstance(d, str) else d for d in v.shape)
+                else:
+                    want = v.shape
+                if r.dtype != np.dtype(v.dtype) or r.shape != want:
                     raise InternalError(
                         f"dynexpr: the graph says %{v.id} = {v.op} is {v.dtype}{list(v.shape)}, "
                         f"NumPy computed {r.dtype}{list(r.shape)}; this is a dynexpr bug, please "

@@ -60,7 +60,10 @@ KINDS = (
     "DICT_KEYS",
     "WRITEABLE",
     "ALIAS",
+    "DYN_SHAPE",  # expected: per dim an int, or (lo, hi) for a dynamic one (hi None: any)
+    "DIM_EQ",  # source: two array sources; expected: (axis, axis) whose extents are equal
 )
+PAIR_KINDS = ("ALIAS", "DIM_EQ")
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,16 @@ class Guard:
         if self.kind == "ALIAS":
             a, b = self.source
             return f"{format_source(a, argnames)} and {format_source(b, argnames)}: {self.expected}"
+        if self.kind == "DIM_EQ":
+            (a, b), (i, j) = self.source, self.expected
+            return (f"{format_source(a, argnames)}.shape[{i}] == "
+                    f"{format_source(b, argnames)}.shape[{j}]")
+        if self.kind == "DYN_SHAPE":
+            dims = ", ".join(
+                str(d) if isinstance(d, int) else
+                (f"{d[0]}..{d[1]}" if d[1] is not None else f">={d[0]}")
+                for d in self.expected)
+            return f"{format_source(self.source, argnames)}.shape == ({dims}) (dynamic)"
         what = format_source(self.source, argnames)
         exp = self.expected
         if self.kind == "TYPE":
@@ -210,6 +223,23 @@ def _predicate(g: Guard) -> Callable[[Any], bool]:
         return lambda x: tuple(x.keys()) == exp
     if kind == "WRITEABLE":
         return lambda x: bool(x.flags.writeable) == exp
+    if kind == "DYN_SHAPE":
+        def dyn_shape(x, exp=exp):
+            s = x.shape
+            if len(s) != len(exp):
+                return False
+            for d, e in zip(s, exp):
+                if type(e) is int:
+                    if d != e:
+                        return False
+                elif d < e[0] or (e[1] is not None and d > e[1]):
+                    return False
+            return True
+
+        return dyn_shape
+    if kind == "DIM_EQ":
+        i, j = exp
+        return lambda pair: pair[0].shape[i] == pair[1].shape[j]
     if kind == "ALIAS":
         if exp == "disjoint":  # the common case, without building the relation string
             return lambda pair: pair[0] is not pair[1] and not np.may_share_memory(*pair)
@@ -227,11 +257,11 @@ class GuardSet:
     def __init__(self, guards: Sequence[Guard]) -> None:
         self.guards = tuple(guards)
         self._checks = [
-            (g, _resolver(g.source, g.kind == "ALIAS"), _predicate(g)) for g in self.guards
+            (g, _resolver(g.source, g.kind in PAIR_KINDS), _predicate(g)) for g in self.guards
         ]
         by_source: dict[Any, list[Guard]] = {}
         for g in self.guards:
-            by_source.setdefault((g.kind == "ALIAS", g.source), []).append(g)
+            by_source.setdefault((g.kind in PAIR_KINDS, g.source), []).append(g)
         self._fused = tuple(
             (_resolver(src, pair), _fuse(gs)) for (pair, src), gs in by_source.items()
         )

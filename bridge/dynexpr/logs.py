@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 
-TOPICS = ("graph_breaks", "guards", "recompiles", "output_code", "cache")
+TOPICS = ("graph_breaks", "guards", "recompiles", "dynamic", "output_code", "cache")
 
 _root = logging.getLogger("dynexpr")
 

@@ -40,8 +40,6 @@ def test_unknown_options_are_named():
         dynexpr.capture(double, fullgraph="yes")
     with pytest.raises(TypeError, match="dynamic must be"):
         dynexpr.capture(double, dynamic="auto")
-    with pytest.raises(NotImplementedError, match="dynamic shapes"):
-        dynexpr.capture(double, dynamic=True)
 
 
 def test_config_rejects_unknown_settings_and_wrong_types():
@@ -55,9 +53,15 @@ def test_config_rejects_unknown_settings_and_wrong_types():
     assert dynexpr.config.accumulated_recompile_limit == 256
 
 
-def test_mark_dynamic_is_not_implemented_yet():
-    with pytest.raises(NotImplementedError, match="not implemented"):
-        dynexpr.mark_dynamic(np.ones(3), 0)
+def test_mark_dynamic_and_mark_static_reject_misuse():
+    with pytest.raises(TypeError, match="expected a NumPy ndarray"):
+        dynexpr.mark_dynamic((1, 2), 0)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        dynexpr.mark_dynamic(np.ones(3), "0")
+    with pytest.raises(TypeError, match="min must be a non-negative int"):
+        dynexpr.mark_dynamic(np.ones(3), 0, min=-1)
+    with pytest.raises(TypeError, match="expected a NumPy ndarray"):
+        dynexpr.mark_static([1.0])
 
 
 # --- forms of use ------------------------------------------------------------------------------

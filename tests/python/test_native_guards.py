@@ -109,6 +109,22 @@ def test_alias_guards_match_the_reference():
             assert _native.GuardSet([g]).check((x, y), FN) == want, (rel, x, y)
 
 
+def test_dynamic_shape_guards_match_the_reference():
+    arrays = [np.zeros(n) for n in (0, 1, 2, 5, 10, 11)] + [np.zeros((5, 4)), np.zeros((10, 5))]
+    shapes = [((2, None),), ((2, 10),), ((5, 10),), ((2, None), 4), (5, (2, None)), (10,)]
+    for x in arrays:
+        for exp in shapes:
+            g = G.Guard("DYN_SHAPE", ("arg", 0), exp)
+            want = G.GuardSet([g]).failing((x,), FN) is None
+            assert _native.GuardSet([g]).check((x,), FN) == want, (exp, x.shape)
+    for x, y in ((np.zeros(5), np.zeros(5)), (np.zeros(5), np.zeros(6)),
+                 (np.zeros((3, 5)), np.zeros(5)), (np.zeros((5, 3)), np.zeros(5))):
+        for axes in ((0, 0), (1, 0)):
+            g = G.Guard("DIM_EQ", (("arg", 0), ("arg", 1)), axes)
+            want = G.GuardSet([g]).failing((x, y), FN) is None
+            assert _native.GuardSet([g]).check((x, y), FN) == want, (axes, x.shape, y.shape)
+
+
 def test_failing_returns_the_first_failing_guard_and_select_dispatches():
     gs = [G.Guard("TYPE", ("arg", 0), np.ndarray), G.Guard("DTYPE", ("arg", 0), np.dtype("f4")),
           G.Guard("SHAPE", ("arg", 0), (None, 3))]   # None: any extent (dynamic)

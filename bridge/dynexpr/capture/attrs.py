@@ -16,6 +16,7 @@ import numpy as np
 
 from .arrays import ArrayVar
 from .errors import graph_break
+from . import dynamic
 from .variables import (
     BoundMethodVar,
     DictVar,
@@ -83,6 +84,8 @@ def _array_attr(tx, x: ArrayVar, name: str) -> Var:
 
     fact = _ARRAY_FACTS.get(name)
     if fact is not None:
+        if name in ("shape", "size", "nbytes"):
+            dynamic.check_static(x.shape, f"x.{name} read by Python")
         return PyVar(fact(x))
     if name == "T":
         return np_views.transpose(tx.ctx, x)

@@ -75,8 +75,9 @@ def is_constant(value: Any) -> bool:
 class Context:
     """What all frames of one translation share: the graph, the guards, the arrays."""
 
-    def __init__(self, fn: Any) -> None:
+    def __init__(self, fn: Any, dyn: Any = None) -> None:
         self.fn = fn
+        self.dyn = dyn  # dynamic.DynState, or None: every extent static
         self.budget = Budget()
         self.graph = GraphBuilder(self.budget)
         self._guards: dict[Guard, None] = {}
@@ -156,7 +157,10 @@ class Context:
                 "(bool, uint8, int32, int64, float32, float64); convert it first, "
                 "e.g. x.astype(np.float64)"
             )
-        self.guard("SHAPE", source, a.shape)
+        # With dynamic dimensions, sentinels stand for their extents (Note [dynamic
+        # dimensions by sentinels]); translate_dynamic turns this guard into DYN_SHAPE.
+        shape = a.shape if self.dyn is None else self.dyn.shape_for(source, a)
+        self.guard("SHAPE", source, shape)
         self.guard("STRIDES_CLASS", source, strides_class(a))
         overlapping = []
         for other, osrc, ovar in self._arrays:
@@ -166,7 +170,7 @@ class Context:
                 return ovar
             if rel == "overlap":
                 overlapping.append(ovar)
-        value = self.graph.input(source, a.dtype.name, a.shape)
+        value = self.graph.input(source, a.dtype.name, shape)
 
         def first_write() -> None:
             self.guard("WRITEABLE", source, bool(a.flags.writeable))

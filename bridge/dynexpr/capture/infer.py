@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from . import dynamic
 from .. import ir
 from .arrays import ArrayVar
 from .errors import graph_break
@@ -40,6 +41,9 @@ def ask(fn: Callable, *args: Any, **kw: Any) -> Any:
             warnings.simplefilter("ignore")
             return fn(*args, **kw)
     except Exception as e:  # noqa: BLE001 - NumPy's own error is the message we want
+        # With a dynamic extent in play the error may be about the sentinel (a dynamic
+        # extent meeting a static one): translate again static before believing it.
+        dynamic.specialize_all(f"NumPy: {e}")
         numpy_raises(e)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dynamic
 from . import np_ops, np_views
 from .arrays import ArrayVar
 from .errors import graph_break
@@ -276,6 +277,8 @@ def _facts(fact: Callable) -> Callable:
     def handler(tx, args, kwargs):
         x = args[0] if args else kwargs.get("a")
         if isinstance(x, ArrayVar):
+            if fact is not np.ndim:
+                dynamic.check_static(x.shape, f"np.{fact.__name__}() read by Python")
             return PyVar(fact(np.empty(x.shape, np.dtype([]))))
         return np_ops.fold(fact, const_of(x, "an argument"))
 

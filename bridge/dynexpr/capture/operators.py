@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dynamic
 from . import np_ops, np_views
 from .arrays import ArrayVar
 from .errors import graph_break
@@ -411,6 +412,7 @@ def iterate(tx, v: Var) -> IteratorVar:
     if isinstance(v, ArrayVar):
         if v.ndim == 0:
             graph_break("iteration over a 0-d array (NumPy raises TypeError)")
+        dynamic.check_static(v.shape[0], "a loop over the rows of an array")
         if v.shape[0] > tx.ctx.budget.loop_iterations:
             graph_break(f"a loop over the {v.shape[0]} rows of an array is too long to unroll")
         return IteratorVar([np_views.getitem(tx.ctx, v, i) for i in range(v.shape[0])])

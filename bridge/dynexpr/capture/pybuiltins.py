@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dynamic
 from . import np_ops
 from .arrays import ArrayVar
 from .errors import graph_break
@@ -110,6 +111,7 @@ def _len(tx, args, kwargs):
     if isinstance(v, ArrayVar):
         if v.ndim == 0:
             graph_break("len() of a 0-d array or NumPy scalar (TypeError)")
+        dynamic.check_static(v.shape[0], "len() of an array")
         return PyVar(v.shape[0])
     if isinstance(v, (TupleVar, ListVar, DictVar)):
         return PyVar(len(v.items))

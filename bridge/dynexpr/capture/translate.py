@@ -10,6 +10,7 @@ import importlib
 import sys
 from typing import Any
 
+from . import dynamic
 from .builder import Context
 from .calls import _real_cell, top_level_locals
 from .errors import Unsupported, graph_break
@@ -32,10 +33,10 @@ def frame_class():
     return _frame_class
 
 
-def translate(fn: Any, bound: list) -> Translation:
+def translate(fn: Any, bound: list, dyn: Any = None) -> Translation:
     """Run fn's bytecode on symbolic values for this call's bound arguments; raises
-    errors.Unsupported at the first graph break."""
-    ctx = Context(fn)
+    errors.Unsupported at the first graph break. `dyn`: see translate_dynamic."""
+    ctx = Context(fn, dyn)
     code = fn.__code__
     cells = {
         name: _real_cell(ctx, cell, ("closure", name), name)
@@ -47,3 +48,91 @@ def translate(fn: Any, bound: list) -> Translation:
     except Unsupported as e:
         e.guards = ctx.guards  # what the translation had relied on when it stopped
         raise
+
+
+def translate_dynamic(fn: Any, bound: list, policy) -> tuple[Translation | None, set]:
+    """translate() with the dimensions `policy` names dynamic (Note [dynamic dimensions by
+    sentinels]). Returns the translation with symbolic extents and the (source, axis)
+    pairs that stayed dynamic, or (None, set()) when no dimension could stay dynamic (the
+    caller translates static); raises Unsupported only for a break that is not about
+    the sentinels."""
+    specialized: set[tuple] = set()
+
+    def narrowed(source, axis, a):
+        return None if (source, axis) in specialized else policy(source, axis, a)
+
+    for _ in range(16):
+        runs = []
+        try:
+            for run in (0, 1):
+                st = dynamic.DynState(narrowed, run)
+                runs.append((_translate_with(fn, bound, st), st))
+        except dynamic.SpecializeDims as e:
+            for s in e.sentinels:
+                specialized.update(st.members.get(s, ()))
+            continue
+        (a, sa), (b, sb) = runs
+        if not sa.members:
+            return None, set()
+        if _generalize(a, sa) != _generalize(b, sb):
+            return None, set()  # something depends on the extents' values
+        return _symbolic(a, sa), {m for ms in sa.members.values() for m in ms}
+    return None, set()
+
+
+def _translate_with(fn: Any, bound: list, st) -> Translation:
+    saved = dynamic.ACTIVE
+    dynamic.ACTIVE = st
+    try:
+        return translate(fn, bound, st)
+    finally:
+        dynamic.ACTIVE = saved
+
+
+def _generalize(tr: Translation, st) -> tuple:
+    """What must be equal between the two runs: graph text, guards and the output
+    template, with each sentinel replaced by its symbol."""
+    names = st.symbol_of()
+
+    def sub(x):
+        if isinstance(x, int) and not isinstance(x, bool) and x in names:
+            return names[x]
+        if isinstance(x, tuple):
+            return tuple(sub(e) for e in x)
+        if isinstance(x, list):
+            return [sub(e) for e in x]
+        return x
+
+    text = tr.graph.canonical()
+    for s, name in names.items():
+        text = text.replace(str(s), name)
+    guards = [(g.kind, g.source, sub(g.expected) if g.kind == "SHAPE" else repr(g.expected))
+              for g in tr.guards]
+    return text, guards, sub(tr.template), tuple(map(tuple, tr.input_sources))
+
+
+def _symbolic(tr: Translation, st) -> Translation | None:
+    """tr with sentinel extents replaced by symbols and SHAPE guards of arrays with dynamic
+    dimensions replaced by DYN_SHAPE (+ DIM_EQ for extents that must stay equal)."""
+    names = st.symbol_of()
+    if any(x in names for x in dynamic._ints(tr.template)):
+        return None  # a returned view's steps hold an extent
+    for v in tr.graph.values:
+        if any(isinstance(x, int) and x in names for x in dynamic._ints(v.attrs)):
+            return None  # an op attribute holds an extent: no symbolic form for it
+        v.shape = tuple(names.get(d, d) if isinstance(d, int) else d for d in v.shape)
+    from ..guards import Guard
+
+    guards = []
+    for g in tr.guards:
+        if g.kind == "SHAPE" and any(d in names for d in g.expected):
+            exp = tuple(st.ranges[d] if d in names else d for d in g.expected)
+            guards.append(Guard("DYN_SHAPE", g.source, exp))
+        else:
+            guards.append(g)
+    for s, members in st.members.items():
+        (src0, ax0) = members[0]
+        for src, ax in members[1:]:
+            guards.append(Guard("DIM_EQ", (src0, src), (ax0, ax)))
+    tr.guards = guards
+    return tr
