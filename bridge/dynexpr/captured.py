@@ -136,6 +136,8 @@ class CapturedFunction:
         # (source, axis) of dimensions seen with two extents: dynamic from then on
         # (dynamic=None, TorchDynamo's "automatic dynamic shapes").
         self._dyn: set[tuple] = set()
+        # Per recompile: (entry number, [(guard that failed, value seen), ...]).
+        self._recompiles: list[tuple[int, list[tuple[str, str]]]] = []
         _live.add(self)
 
     def __repr__(self) -> str:
@@ -180,14 +182,22 @@ class CapturedFunction:
             self._log_recompile(bound)
             self._note_changed_dims(bound)
             if len(self._entries) >= config.recompile_limit:
-                failing = self._entries[-1].guards.failing(bound, fn)
+                history = self._recompiles + [(len(self._entries) + 1, self._why(bound))]
+                text = "\n".join(
+                    f"  entry {k}: " + ("; ".join(f"{g} (got {seen})" for g, seen in failed)
+                                        or "?")
+                    for k, failed in history)
                 warn_once(
                     (id(self), "limit"),
                     f"dynexpr: {fn.__qualname__} reached config.recompile_limit "
-                    f"({config.recompile_limit}); new cases run as plain Python. The last entry "
-                    f"needs {failing.describe(self._argnames()) if failing else '?'}",
+                    f"({config.recompile_limit}); from now on calls that fit none of its "
+                    f"{len(self._entries)} entries run as plain Python. Why each capture after "
+                    f"the first was needed (the guard of an earlier entry that failed, and the "
+                    f"value seen):\n{text}\nRaise dynexpr.config.recompile_limit, or use "
+                    "dynamic=True / mark_dynamic for changing shapes",
                 )
                 return fn(*args, **kwargs)
+            self._recompiles.append((len(self._entries) + 1, self._why(bound)))
         if _state["entries"] >= config.accumulated_recompile_limit:
             warn_once(
                 "accumulated",
@@ -299,6 +309,16 @@ class CapturedFunction:
                                 f"{self._fn.__qualname__} (unit {plan.key[:12]})")
         return _Tiered(job, eager.compile_graph(graph), self._fn.__qualname__)
 
+    def _why(self, bound: list) -> list[tuple[str, str]]:
+        """For each entry, the first guard that fails for this call and the value seen."""
+        names, out = self._argnames(), []
+        for e in self._entries:
+            g = e.guards.failing(bound, self._fn)
+            if g is None:
+                continue
+            out.append((g.describe(names), _seen(g, bound, self._fn)))
+        return out
+
     # -- dynamic dimensions ---------------------------------------------------------------
     def _dim_policy(self, source: tuple, axis: int, a: np.ndarray):
         """(lo, hi) when dimension `axis` of array `a` (found at `source`) is to be
@@ -343,6 +363,7 @@ class CapturedFunction:
         self._entries.clear()
         self._centries = []
         self._dyn.clear()
+        self._recompiles.clear()
         self._hits = self._misses = self._compiles = 0
         _state["warned"] = {
             k for k in _state["warned"] if not (isinstance(k, tuple) and k[0] == id(self))
@@ -411,6 +432,34 @@ class _Tiered:
         if self.entry is not None:
             self.entry.compiled = self.fallback
         return self.fallback(*arrays)
+
+
+def _seen(g, bound: list, fn: Any) -> str:
+    """What guard g's source holds in this call, said the way the guard is."""
+    try:
+        if g.kind in ("ALIAS", "DIM_EQ"):
+            a, b = (resolve(s, bound, fn) for s in g.source)
+            if g.kind == "DIM_EQ":
+                return f"{a.shape[g.expected[0]]} and {b.shape[g.expected[1]]}"
+            from .guards import alias_relation
+            return alias_relation(a, b)
+        x = resolve(g.source, bound, fn)
+    except Exception as e:  # the source itself is gone
+        return f"unreachable: {type(e).__name__}"
+    kind = g.kind
+    if kind in ("SHAPE", "DYN_SHAPE"):
+        return repr(getattr(x, "shape", x))
+    if kind == "DTYPE":
+        return repr(getattr(x, "dtype", x))
+    if kind in ("TYPE",):
+        return type(x).__qualname__
+    if kind == "LEN":
+        return str(len(x))
+    if kind == "STRIDES_CLASS":
+        from .guards import strides_class
+        return repr(strides_class(x))
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _summary(entry: Entry) -> str:

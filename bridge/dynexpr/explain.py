@@ -19,6 +19,35 @@ from .capture.calls import BindError, bind_call
 from .guards import Guard
 
 
+# What to do about a break, by the words of its reason (first match wins).
+HINTS = (
+    ("branch on an array's value",
+     "use np.where(cond, a, b) instead of a Python branch on array data, or "
+     "dynexpr.cond(pred, true_fn, false_fn, operands)"),
+    (".item()", "keep the value an array (x.sum() instead of x.sum().item()) so it stays in "
+                "the graph"),
+    (".tolist()", "return the array and convert outside the captured function"),
+    ("float() of an array", "keep the value an array: x[0] broadcasts like a float"),
+    ("int() of an array", "keep the value an array, or pass the int as an argument"),
+    ("print()", "print outside the captured function (or log the value it returns)"),
+    ("advanced indexing", "use np.where(mask, x, 0) or a reduction with where= instead of "
+                          "boolean or integer-array indexing"),
+    ("is not supported by dynexpr", "move the call outside the captured function, or split "
+                                    "the function at it: the parts before and after capture"),
+    ("is not in dynexpr's op table", "move the call outside the captured function"),
+    ("dtype", "convert the array first, e.g. x.astype(np.float64)"),
+    ("loops ran past", "raise the loop's bound outside, or vectorise the loop body"),
+    ("is marked dynexpr.disable", "remove dynexpr.disable if the function can be captured"),
+)
+
+
+def hint_for(reason: str) -> str:
+    for words, hint in HINTS:
+        if words in reason:
+            return hint
+    return "run the function under DYNEXPR_LOGS=graph_breaks to see every break"
+
+
 @dataclass
 class ExplainOutput:
     graph_count: int
@@ -28,9 +57,23 @@ class ExplainOutput:
     guards: list[Guard]
     graphs: list[ir.Graph] = field(default_factory=list)
     argnames: tuple = ()
+    # The captured function's recompiles so far: (entry number, [(guard text, value
+    # seen), ...] for the guards of earlier entries that failed). Empty for a plain one.
+    recompiles: list[tuple[int, list[tuple[str, str]]]] = field(default_factory=list)
+
+    @property
+    def compiled_op_share(self) -> float:
+        """The share of this call's array ops that run compiled (0.0 when a break makes
+        the function run as plain Python)."""
+        return 1.0 if self.graph_count and not self.graph_break_count else 0.0
+
+    @property
+    def hints(self) -> list[str]:
+        return [hint_for(r.reason) for r in self.break_reasons]
 
     def __str__(self) -> str:
-        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}"]
+        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
+                 f"Array ops that run compiled: {self.compiled_op_share:.0%}"]
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"Ops in graph {i} ({len(ops)}): {', '.join(ops) or '(none)'}")
         for i, g in enumerate(self.graphs):
@@ -46,8 +89,14 @@ class ExplainOutput:
                 if len(r.stack) > 1:
                     inlined = " -> ".join(f"{name} ({line})" for _, line, name in r.stack)
                     lines.append(f"     inlined through: {inlined}")
+                lines.append(f"     hint: {hint_for(r.reason)}")
         lines.append(f"Guards ({len(self.guards)}):")
         lines += [f"  {g.kind}: {g.describe(self.argnames)}" for g in self.guards]
+        if self.recompiles:
+            lines.append("Recompiles:")
+            for k, failed in self.recompiles:
+                why = "; ".join(f"{g} (got {seen})" for g, seen in failed) or "?"
+                lines.append(f"  entry {k}: {why}")
         return "\n".join(lines)
 
 
@@ -56,6 +105,7 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     (or a bound method of either)."""
     if isinstance(fn, types.MethodType):
         fn, args = fn.__func__, (fn.__self__,) + args
+    history = list(getattr(fn, "_recompiles", ()))
     target = getattr(fn, "__dynexpr_wrapped__", fn)
     if not hasattr(target, "__code__"):
         raise TypeError(
@@ -72,5 +122,5 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     try:
         tr = translate(target, bound)
     except Unsupported as e:
-        return ExplainOutput(0, 1, [e.to_reason()], [], list(e.guards), [], names)
-    return ExplainOutput(1, 0, [], [tr.graph.ops()], list(tr.guards), [tr.graph], names)
+        return ExplainOutput(0, 1, [e.to_reason()], [], list(e.guards), [], names, history)
+    return ExplainOutput(1, 0, [], [tr.graph.ops()], list(tr.guards), [tr.graph], names, history)

@@ -2,8 +2,10 @@
 callable backends, cache_info, logs, and the op list checked against the C++ op table."""
 
 import logging
+import os
 import pathlib
 import re
+import subprocess
 import sys
 import warnings
 
@@ -220,6 +222,48 @@ def test_explain_of_a_captured_graph():
     assert "Graph count: 1" in text and "tanh(%0)" in text and "y == 2.0 (float)" in text
     with pytest.raises(TypeError, match="expected a Python function"):
         dynexpr.explain(np.sum, np.ones(2))
+
+
+def test_explain_gives_a_hint_for_each_break_and_the_compiled_share():
+    def branchy(x):
+        if x.sum() > 0:
+            return x * 2
+        return x
+
+    ex = dynexpr.explain(branchy, np.ones(3))
+    assert ex.graph_break_count == 1 and ex.compiled_op_share == 0.0
+    assert "np.where" in ex.hints[0]
+    text = str(ex)
+    assert "hint: use np.where(cond, a, b)" in text and "if x.sum() > 0:" in text
+    assert "Array ops that run compiled: 0%" in text
+    ex = dynexpr.explain(lambda x: np.sort(x) + 1, np.ones(3))
+    assert "move the call outside the captured function" in ex.hints[0]
+    assert dynexpr.explain(double, np.ones(3)).compiled_op_share == 1.0
+
+
+def test_command_line_explain(tmp_path):
+    mod = tmp_path / "cli_target.py"
+    mod.write_text(
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    y = np.tanh(x) + 1\n"
+        "    print(y)\n"
+        "    return y\n"
+        "def args():\n"
+        "    return (np.ones(5),), {}\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path)] + [p for p in sys.path if p]))
+    p = subprocess.run([sys.executable, "-m", "dynexpr", "explain", "cli_target:f",
+                        "--args-from", "cli_target:args"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, check=False)
+    assert p.returncode == 0, p.stderr
+    assert "Graph break count: 1" in p.stdout and "print(y)" in p.stdout, p.stdout
+    assert "hint: print outside the captured function" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "dynexpr", "explain", "cli_target",
+                        "--args-from", "cli_target:args"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, check=False)
+    assert p.returncode != 0 and "must look like module:name" in p.stderr
 
 
 def test_logs_guards_recompiles_output_code(caplog):

@@ -275,6 +275,31 @@ def test_recompile_limit_runs_plain_python_with_one_warning():
     msgs = [str(m.message) for m in w if issubclass(m.category, dynexpr.DynexprWarning)]
     assert len(msgs) == 1 and "<lambda>" in msgs[0] and "shape" in msgs[0], msgs
     assert info(f).entries == 2
+    # Each recompile is named with the guard that failed and the value that was seen.
+    assert "entry 2: x.shape == (1,) (got (2,))" in msgs[0], msgs[0]
+    assert "entry 3: x.shape == (1,) (got (3,)); x.shape == (2,) (got (3,))" in msgs[0]
+
+
+SCALE_FLAG = 1.0
+
+
+def test_recompile_history_names_the_failing_guard_and_value():
+    global SCALE_FLAG
+
+    def scaled(x):
+        return x * SCALE_FLAG
+
+    f = captured(scaled)
+    x = np.ones(3)
+    for v in (1.0, 2.0, 3.0):
+        SCALE_FLAG = v
+        assert_same(x * v, f(x))
+    SCALE_FLAG = 1.0
+    text = str(dynexpr.explain(f, x))
+    assert "Recompiles:" in text
+    assert "entry 2: SCALE_FLAG == 1.0 (float) (got 2.0)" in text, text
+    assert "entry 3: SCALE_FLAG == 1.0 (float) (got 3.0); SCALE_FLAG == 2.0 (float) (got 3.0)" \
+        in text, text
 
 
 # --- guards are data ------------------------------------------------------------------------

@@ -1,0 +1,68 @@
+"""python -m dynexpr explain MODULE:FUNCTION --args-from MODULE:MAKE_ARGS
+
+Prints dynexpr.explain's report for one call of FUNCTION (a plain or captured function,
+found by importing MODULE; a dotted name after the colon reaches a method or nested
+attribute) with the arguments MAKE_ARGS() returns: a tuple of positional arguments, a
+dict of keyword arguments, or a (tuple, dict) pair. Nothing is compiled or run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Any
+
+
+def _load(spec: str, what: str) -> Any:
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise SystemExit(f"dynexpr: {what} must look like module:name, got {spec!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as e:
+        raise SystemExit(f"dynexpr: cannot import {module!r} for {what}: {e}") from None
+    for part in name.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SystemExit(f"dynexpr: {module!r} has no attribute {name!r} ({what})") from None
+    return obj
+
+
+def _split_args(made: Any) -> tuple[tuple, dict]:
+    if isinstance(made, dict):
+        return (), made
+    if (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], tuple)
+            and isinstance(made[1], dict)):
+        return made
+    if isinstance(made, (tuple, list)):
+        return tuple(made), {}
+    return (made,), {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dynexpr",
+                                 description="dynexpr's command line: explain a capture")
+    sub = ap.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("explain", help="print dynexpr.explain for one call")
+    ex.add_argument("function", help="module:function (or module:Class.method)")
+    ex.add_argument("--args-from", required=True, metavar="MODULE:MAKE_ARGS",
+                    help="a function returning the arguments: a tuple, a dict of keywords, "
+                         "or (tuple, dict)")
+    ns = ap.parse_args(argv)
+    import dynexpr
+
+    fn = _load(ns.function, "the function")
+    make = _load(ns.args_from, "--args-from")
+    if not callable(make):
+        raise SystemExit(f"dynexpr: --args-from {ns.args_from} is not callable")
+    args, kwargs = _split_args(make())
+    print(dynexpr.explain(fn, *args, **kwargs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
