@@ -213,20 +213,24 @@ auto typed(E&& e) {
 
 /// out[...] = e for an output the caller allocated for this call (Note [lean units]): it
 /// cannot overlap any operand, so there is no aliasing check and no temporary, and the
-/// loop is the lean one. Broadcasting and dtype are as dx::assign.
-template <class T, Operand E>
+/// loop is the lean one. Broadcasting and dtype are as dx::assign. General: codegen saw
+/// an operand that is not unit-stride along the inner dimension (a keepdims reduction,
+/// a 0-d value, a transpose): instantiate the strided/broadcast packet loop too, rather
+/// than going lane by lane (softmax over rows: 3x slower lean).
+template <bool General = false, class T, Operand E>
 void assign_fresh(View<T> out, E&& e) {
   auto x = typed<T>(std::forward<E>(e));
   evaluation::check_broadcast_into(x.shape(), out.shape());
   if (out.size() == 0) return;
   const auto lowered = evaluation::lower(x);
-  evaluation::run<T, std::remove_cvref_t<decltype(lowered)>, true>(out, lowered);
+  evaluation::run<T, std::remove_cvref_t<decltype(lowered)>, !General>(out, lowered);
 }
 
-/// dx::eval(e) into a new C-contiguous tensor, with the lean loop (Note [lean units]).
-template <Operand E>
+/// dx::eval(e) into a new C-contiguous tensor, with the lean loop (Note [lean units]);
+/// General as for assign_fresh.
+template <bool General = false, Operand E>
 auto eval_fresh(E&& e) {
-  return evaluation::evaluate_new<true>(as_expr(std::forward<E>(e)));
+  return evaluation::evaluate_new<!General>(as_expr(std::forward<E>(e)));
 }
 
 /// A materialised result (reduction, matmul) as a Tensor of dtype T: itself when its

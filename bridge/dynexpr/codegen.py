@@ -253,14 +253,40 @@ class _Unit:
             if v.op in ir.REDUCTIONS or v.op == "matmul":
                 self.emit(f"auto {dest} = dxk::tensor<{T}>({expr});")
             else:
-                self.emit(f"auto {dest} = dxk::eval_fresh({expr});")
+                self.emit(f"auto {dest} = dxk::eval_fresh{self.loop(v, b)}({expr});")
         elif b.kind == "out" and b.index not in self.written_out:
             # First write into an output this call allocated: nothing can alias it.
-            self.emit(f"dxk::assign_fresh({dest}, {expr});")
+            self.emit(f"dxk::assign_fresh{self.loop(v, b)}({dest}, {expr});")
         else:
             self.emit(f"dx::assign({dest}, {expr});")
         if b.kind == "out":
             self.written_out.add(b.index)
+
+    def loop(self, v: ir.Value, b: Buffer) -> str:
+        """"<true>" when the pointwise expression of v has an operand that is not
+        unit-stride along the output's inner dimension, so the unit gets the packet loop
+        for strides and broadcasts (Note [lean units] in kernels/prelude.hpp)."""
+        if v.op in ir.REDUCTIONS or v.op == "matmul" or not b.shape or b.shape[-1] == 1:
+            return ""
+        todo, seen = [v], set()
+        while todo:
+            u = todo.pop()
+            if u.id in seen or u.op == "const":
+                continue
+            seen.add(u.id)
+            leaf = u.op == "input" or (u is not v and isinstance(self.storage(u), Buffer))
+            if u.op in ("transpose", "broadcast_to") or (
+                    u.op == "getitem" and any(it[0] == "slice" and it[3] != 1
+                                              for it in u.attr("index"))):
+                return "<true>"
+            if leaf or u.op in ir.VIEWS:
+                if not u.shape or u.shape[-1] == 1:
+                    return "<true>"  # a 0-d value or a keepdims reduction, broadcast
+                if u.op in ir.VIEWS:
+                    todo.extend(u.args)
+                continue
+            todo.extend(u.args)
+        return ""
 
     def same_buffer(self, base: ir.Value, b: Buffer) -> bool:
         if base.op == "input":

@@ -22,7 +22,7 @@ static void run([[maybe_unused]] dxk::frame& f) {
   // kernel 0: pointwise -> tmp[0]
   const auto v1 = x0.permute(dx::Shape{1, 0});
   const auto v3 = dx::cast<double>(x1);
-  auto t0 = dxk::eval_fresh(dxk::typed<double>(v1 * v3));
+  auto t0 = dxk::eval_fresh<true>(dxk::typed<double>(v1 * v3));
   // kernel 1: pointwise -> out[0]
   const auto v6 = dxk::typed<bool>(dx::greater(t0, dx::scalar<double>(0.5)));
   dxk::assign_fresh(o0, dxk::typed<double>(dx::where(v6, t0, dx::scalar<double>(0.5))));

@@ -20,11 +20,11 @@ static void run([[maybe_unused]] dxk::frame& f) {
   auto t0 = dxk::tensor<float>(dx::max(x0, dx::Shape{1}, true));
   // kernel 1: pointwise -> tmp[1]
   const auto v2 = dxk::typed<float>(x0 - t0);
-  auto t1 = dxk::eval_fresh(dxk::typed<float>(dx::exp(v2)));
+  auto t1 = dxk::eval_fresh<true>(dxk::typed<float>(dx::exp(v2)));
   // kernel 2: reduction -> tmp[2]
   auto t2 = dxk::tensor<float>(dx::sum(t1, dx::Shape{1}, true));
   // kernel 3: pointwise -> out[0]
-  dxk::assign_fresh(o0, dxk::typed<float>(t1 / t2));
+  dxk::assign_fresh<true>(o0, dxk::typed<float>(t1 / t2));
 }
 
 DYNEXPR_UNIT(run, 1, 1)

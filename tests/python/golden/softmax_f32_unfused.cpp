@@ -19,13 +19,13 @@ static void run([[maybe_unused]] dxk::frame& f) {
   // kernel 0: reduction -> tmp[0]
   auto t0 = dxk::tensor<float>(dx::max(x0, dx::Shape{1}, true));
   // kernel 1: pointwise -> tmp[1]
-  auto t1 = dxk::eval_fresh(dxk::typed<float>(x0 - t0));
+  auto t1 = dxk::eval_fresh<true>(dxk::typed<float>(x0 - t0));
   // kernel 2: pointwise -> tmp[2]
   auto t2 = dxk::eval_fresh(dxk::typed<float>(dx::exp(t1)));
   // kernel 3: reduction -> tmp[3]
   auto t3 = dxk::tensor<float>(dx::sum(t2, dx::Shape{1}, true));
   // kernel 4: pointwise -> out[0]
-  dxk::assign_fresh(o0, dxk::typed<float>(t2 / t3));
+  dxk::assign_fresh<true>(o0, dxk::typed<float>(t2 / t3));
 }
 
 DYNEXPR_UNIT(run, 1, 1)
