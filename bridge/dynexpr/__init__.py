@@ -111,6 +111,23 @@ def disable(fn: Callable | None = None) -> Any:
     return plain
 
 
+def cond(pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = ()) -> Any:
+    """true_fn(*operands) if pred else false_fn(*operands), and in captured code a branch
+    on array data that stays compiled: with a 0-d array pred both branches are computed
+    and their results selected (np.where), so they must be functions of their operands
+    returning the same structure, dtypes and shapes, without writing into arrays."""
+    ops = tuple(operands)
+    p = np.asarray(pred)
+    if p.size != 1:
+        raise ValueError(
+            f"dynexpr.cond: pred must be a single value (a Python bool or a 0-d array), got "
+            f"an array of shape {p.shape}; reduce it first, e.g. x.sum() > 0")
+    return true_fn(*ops) if bool(p) else false_fn(*ops)
+
+
+cond.__dynexpr_cond__ = True  # type: ignore[attr-defined]  (capture/control.py)
+
+
 def mark_dynamic(a: Any, dim: int, min: int | None = None, max: int | None = None) -> None:
     """Capture array `a`'s dimension `dim` as dynamic (any extent in [min, max]) the next
     time a captured function meets `a`, instead of waiting for a second extent. Extents
@@ -147,6 +164,7 @@ __all__ = [
     "config",
     "reset",
     "synchronize",
+    "cond",
     "disable",
     "mark_dynamic",
     "mark_static",

@@ -28,6 +28,9 @@ from .graph import GraphBuilder
 from .variables import Var
 
 
+WRITES = [0]  # writes into arrays so far (dynexpr.cond checks its branches make none)
+
+
 @dataclass(frozen=True)
 class ViewStep:
     op: str  # one of ir.VIEWS
@@ -146,6 +149,7 @@ class ArrayVar(Var):
     def write(self, index: tuple | None, value: ir.Value) -> None:
         """Write `value` into self[index] (index None: the whole array). `value` must
         already have the region's shape and this array's dtype."""
+        WRITES[0] += 1
         st = self.storage
         if self.is_scalar:
             raise AssertionError("NumPy scalars are immutable; callers rebind instead")

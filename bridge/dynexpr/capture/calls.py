@@ -71,6 +71,10 @@ def inline(tx, fn: Var, args: list, kwargs: dict) -> Var:
         f = fn.fn
         if getattr(f, "__dynexpr_disable__", False):
             graph_break(f"{f.__qualname__} is marked dynexpr.disable")
+        if getattr(f, "__dynexpr_cond__", False):
+            from .control import cond
+
+            return cond(tx, args, kwargs)
         code = f.__code__
         defaults = [
             tx.ctx.wrap(d, ("item", ("attr", fn.source, "__defaults__"), i))
