@@ -26,6 +26,14 @@
 #define DYNEXPR_RESTRICT
 #endif
 
+// Functions that generated units take from libdynexpr_rt.so instead of compiling them
+// (Note [runtime library] in dynexpr/parallel/thread_pool.hpp): inline everywhere else.
+#if defined(DYNEXPR_RUNTIME_DEFINE)
+#define DYNEXPR_RT_FN
+#else
+#define DYNEXPR_RT_FN inline
+#endif
+
 namespace dynexpr {
 
 /// Signed element count / index / stride type (NumPy's npy_intp).

@@ -124,7 +124,13 @@ constexpr bool is_contiguous(const Shape& s, const Strides& st) {
 }
 
 /// NumPy broadcasting of two shapes; throws shape_error naming both on a mismatch.
-inline Shape broadcast_shapes(const Shape& a, const Shape& b) {
+DYNEXPR_RT_FN Shape broadcast_shapes(const Shape& a, const Shape& b);
+/// Strides that read an array of shape `s`/`st` as if it had the broadcast shape `to`
+/// (stride 0 along broadcast dimensions). `to` must be a broadcast of `s`.
+DYNEXPR_RT_FN Strides broadcast_strides(const Shape& s, const Strides& st, const Shape& to);
+
+#if !defined(DYNEXPR_RUNTIME_EXTERN)  // else in libdynexpr_rt.so (generated units)
+DYNEXPR_RT_FN Shape broadcast_shapes(const Shape& a, const Shape& b) {
   const int n = std::max(a.size(), b.size());
   Shape out = Shape::filled(n, 1);
   for (int i = 0; i < n; ++i) {
@@ -139,9 +145,7 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
-/// Strides that read an array of shape `s`/`st` as if it had the broadcast shape `to`
-/// (stride 0 along broadcast dimensions). `to` must be a broadcast of `s`.
-inline Strides broadcast_strides(const Shape& s, const Strides& st, const Shape& to) {
+DYNEXPR_RT_FN Strides broadcast_strides(const Shape& s, const Strides& st, const Shape& to) {
   Strides out = Strides::filled(to.size(), 0);
   const int off = to.size() - s.size();
   if (off < 0)
@@ -157,6 +161,8 @@ inline Strides broadcast_strides(const Shape& s, const Strides& st, const Shape&
   }
   return out;
 }
+
+#endif  // !DYNEXPR_RUNTIME_EXTERN
 
 /// Normalises a possibly negative axis against a rank, as NumPy does; throws index_error.
 inline int normalize_axis(int axis, int ndim) {

@@ -173,8 +173,10 @@ void run(const View<T>& out, const E& e) {
 }
 
 /// Throws the shape_error of dx::assign unless an expression of shape `from` broadcasts to
-/// an output of shape `to`.
-inline void check_broadcast_into(const Shape& from, const Shape& to) {
+/// an output of shape `to`. (In libdynexpr_rt.so for generated units.)
+DYNEXPR_RT_FN void check_broadcast_into(const Shape& from, const Shape& to);
+#if !defined(DYNEXPR_RUNTIME_EXTERN)
+DYNEXPR_RT_FN void check_broadcast_into(const Shape& from, const Shape& to) {
   bool ok = from == to;
   if (!ok) {
     try {
@@ -187,6 +189,7 @@ inline void check_broadcast_into(const Shape& from, const Shape& to) {
     throw shape_error("dynexpr: could not broadcast input array from shape " + from.str() +
                       " into shape " + to.str());
 }
+#endif  // !DYNEXPR_RUNTIME_EXTERN
 
 /// Expression x evaluated into a new C-contiguous Tensor of its dtype and shape (dx::eval;
 /// Lean as in run()).

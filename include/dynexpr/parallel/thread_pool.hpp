@@ -38,11 +38,7 @@
 // libdynexpr_rt.so (kernels/runtime.cpp, built once per toolchain), which compiles the
 // same definitions once with DYNEXPR_RUNTIME_DEFINE. Every unit of a process then shares
 // one pool, and no unit spends compile time on code that never changes (~0.5 s a unit).
-#if defined(DYNEXPR_RUNTIME_DEFINE)
-#define DYNEXPR_RT_FN
-#else
-#define DYNEXPR_RT_FN inline
-#endif
+// DYNEXPR_RT_FN is defined in dynexpr/core/config.hpp (the shape helpers use it too).
 
 namespace dynexpr::parallel {
 
