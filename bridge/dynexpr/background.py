@@ -118,6 +118,43 @@ def _finish(job: Job, error: BaseException | None) -> None:
         log.info("dynexpr: %s compiled in the background in %.2fs", job.label, job.seconds)
 
 
+class Tiered:
+    """An entry's callable while its unit compiles in the background: NumPy (the eager
+    graph) until the kernel is ready, then the kernel, which also replaces this object in
+    the entry (set by CapturedFunction._new_entry) so later calls skip it."""
+
+    __slots__ = ("job", "fallback", "name", "entry")
+    tiered = True
+
+    def __init__(self, job: Job, fallback: Callable, name: str) -> None:
+        self.job, self.fallback, self.name = job, fallback, name
+        self.entry: Any = None  # the captured.Entry holding this callable
+
+    @property
+    def ready(self) -> bool:
+        return self.job.done
+
+    def __call__(self, *arrays: Any) -> tuple:
+        job = self.job
+        if not job.done:
+            return self.fallback(*arrays)
+        if job.error is None:
+            if self.entry is not None:
+                self.entry.compiled = job.result
+            return job.result(*arrays)
+        from .captured import warn_once
+        from .config import config
+
+        if not config.suppress_errors:
+            raise job.error
+        warn_once(("bg-error", id(self)),
+                  f"{job.error}\n(suppress_errors: {self.name} keeps running the captured "
+                  "graph with NumPy)")
+        if self.entry is not None:
+            self.entry.compiled = self.fallback
+        return self.fallback(*arrays)
+
+
 @atexit.register
 def _at_exit() -> None:
     # Finish the compile that is running (so the cache gets it), or the first queued one

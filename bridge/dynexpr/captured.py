@@ -283,7 +283,7 @@ class CapturedFunction:
         else:
             compiled = _nothing
         entry = Entry(GuardSet(tr.guards), compiled, tr.input_sources, tr.template, tr)
-        if isinstance(compiled, _Tiered):
+        if getattr(compiled, "tiered", False):
             compiled.entry = entry
         return entry
 
@@ -320,7 +320,7 @@ class CapturedFunction:
         return compiled
 
     def _compile_cpu(self, graph) -> Callable:
-        """The kernel, when the cache holds it or compiling now is wanted; else a _Tiered
+        """The kernel, when the cache holds it or compiling now is wanted; else a background.Tiered
         that runs NumPy until the background compile is done (Note [tiered first call])."""
         from . import background, runtime
 
@@ -332,7 +332,7 @@ class CapturedFunction:
             return runtime.finish(plan).fn
         job = background.submit(lambda: runtime.finish(plan).fn,
                                 f"{self._fn.__qualname__} (unit {plan.key[:12]})")
-        return _Tiered(job, eager.compile_graph(graph), self._fn.__qualname__)
+        return background.Tiered(job, eager.compile_graph(graph), self._fn.__qualname__)
 
     def _why(self, bound: list) -> list[tuple[str, str]]:
         """For each entry, the first guard that fails for this call and the value seen."""
@@ -424,39 +424,6 @@ class CapturedFunction:
                 len(self._entries) + 1,
                 text,
             )
-
-
-class _Tiered:
-    """An entry's callable while its unit compiles in the background: NumPy (the eager
-    graph) until the kernel is ready, then the kernel, which also replaces this object in
-    the entry (set by CapturedFunction._new_entry) so later calls skip it."""
-
-    __slots__ = ("job", "fallback", "name", "entry")
-
-    def __init__(self, job, fallback: Callable, name: str) -> None:
-        self.job, self.fallback, self.name = job, fallback, name
-        self.entry: Entry | None = None
-
-    @property
-    def ready(self) -> bool:
-        return self.job.done
-
-    def __call__(self, *arrays: Any) -> tuple:
-        job = self.job
-        if not job.done:
-            return self.fallback(*arrays)
-        if job.error is None:
-            if self.entry is not None:
-                self.entry.compiled = job.result
-            return job.result(*arrays)
-        if not config.suppress_errors:
-            raise job.error
-        warn_once(("bg-error", id(self)),
-                  f"{job.error}\n(suppress_errors: {self.name} keeps running the captured "
-                  "graph with NumPy)")
-        if self.entry is not None:
-            self.entry.compiled = self.fallback
-        return self.fallback(*arrays)
 
 
 def _seen(g, bound: list, fn: Any) -> str:

@@ -50,7 +50,7 @@ def test_first_call_runs_numpy_then_the_kernel(fresh_cache):
     entry = f.entries[0]
     # The entry swaps to the kernel only in a call that finds the compile done, and
     # the job was submitted during this first call: it ran the NumPy tier.
-    assert type(entry.compiled).__name__ == "_Tiered"
+    assert type(entry.compiled).__name__ == "Tiered"
     assert_same(chain(x, y), first)
     assert background.synchronize(timeout=300), "the background compile did not finish"
     # The compile is done, but the entry swaps over at its next call.
