@@ -4,6 +4,7 @@ thread count, and built for one workload (see that script's docstring)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -72,7 +73,28 @@ def _build_numexpr(w, xs):
     if callable(w.numexpr):
         return (lambda: w.numexpr(ne, *xs)), np.asarray
     names = dict(zip(w.params, xs))
-    return (lambda: ne.evaluate(w.numexpr, local_dict=names)), np.asarray
+    expr = w.numexpr
+    if all(getattr(x, "dtype", None) == np.float32 for x in xs):
+        expr, consts = _float32_constants(expr)
+        names.update(consts)
+    return (lambda: ne.evaluate(expr, local_dict=names)), np.asarray
+
+
+# A float literal not inside a name (x2) or after a dot.
+_FLOAT = re.compile(r"(?<![\w.])(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _float32_constants(expr: str) -> tuple[str, dict]:
+    """expr with its float literals as float32 variables: numexpr types a literal as
+    double, which makes float32 inputs compute (and return) float64, unlike NumPy 2."""
+    consts: dict[str, np.float32] = {}
+
+    def name(m: re.Match) -> str:
+        key = f"_c{len(consts)}"
+        consts[key] = np.float32(float(m.group(0)))
+        return key
+
+    return _FLOAT.sub(name, expr), consts
 
 
 def _load_torch(threads: int) -> str:
