@@ -28,6 +28,7 @@ from . import eager, logs
 from .capture import GraphBreakError, InternalError, Unsupported, translate
 from .capture.calls import BindError, bind_call
 from .config import config
+from .explain import recompile_lines
 from .capture import dynamic
 from .capture.translate import translate_dynamic
 from .guards import GuardSet, format_source, resolve
@@ -55,15 +56,14 @@ def warn_once(key: Any, message: str) -> None:
         warnings.warn(message, DynexprWarning, stacklevel=4)
 
 
-def _cpu_compiler() -> Callable:
-    """runtime.compile_graph, or None (eager, with one warning) where the compiled backend
-    cannot run: no dynexpr.runtime, or no built native extension (a source checkout)."""
+def _cpu_available() -> bool:
+    """Whether the compiled backend can run; False (eager, with one warning) without
+    dynexpr.runtime or the built native extension (a source checkout)."""
     if _state["runtime"] is None:
         try:
-            from . import runtime
-
+            importlib.import_module(f"{__package__}.runtime")
             importlib.import_module(f"{__package__}._native")
-            _state["runtime"] = runtime.compile_graph
+            _state["runtime"] = True
         except ImportError as e:
             warn_once(
                 "runtime",
@@ -71,7 +71,7 @@ def _cpu_compiler() -> Callable:
                 "run op by op with NumPy (backend='eager') instead",
             )
             _state["runtime"] = False
-    return _state["runtime"] or None
+    return _state["runtime"]
 
 
 class Entry:
@@ -204,14 +204,12 @@ class CapturedFunction:
         if getattr(fn, "__dynexpr_disable__", False):
             return fn(*args, **kwargs)
         if self._entries:
-            self._log_recompile(bound)
+            why = self._why(bound)
+            self._log_recompile(why)
             self._note_changed_dims(bound)
+            record = (len(self._entries) + 1, [(g, seen) for _, g, seen in why])
             if len(self._entries) >= config.recompile_limit:
-                history = self._recompiles + [(len(self._entries) + 1, self._why(bound))]
-                text = "\n".join(
-                    f"  entry {k}: " + ("; ".join(f"{g} (got {seen})" for g, seen in failed)
-                                        or "?")
-                    for k, failed in history)
+                text = "\n".join(recompile_lines(self._recompiles + [record]))
                 warn_once(
                     (id(self), "limit"),
                     f"dynexpr: {fn.__qualname__} reached config.recompile_limit "
@@ -222,7 +220,7 @@ class CapturedFunction:
                     "dynamic=True / mark_dynamic for changing shapes",
                 )
                 return fn(*args, **kwargs)
-            self._recompiles.append((len(self._entries) + 1, self._why(bound)))
+            self._recompiles.append(record)
         if _state["entries"] >= config.accumulated_recompile_limit:
             warn_once(
                 "accumulated",
@@ -291,7 +289,7 @@ class CapturedFunction:
         backend = self.backend
         if callable(backend):
             compiled = backend(graph, example_inputs)
-        elif backend == "cpu" and _cpu_compiler() is not None:
+        elif backend == "cpu" and _cpu_available():
             try:
                 compiled = self._compile_cpu(graph)
             except NotImplementedError as e:  # a valid graph the compiled backend lacks
@@ -334,14 +332,14 @@ class CapturedFunction:
                                 f"{self._fn.__qualname__} (unit {plan.key[:12]})")
         return background.Tiered(job, eager.compile_graph(graph), self._fn.__qualname__)
 
-    def _why(self, bound: list) -> list[tuple[str, str]]:
-        """For each entry, the first guard that fails for this call and the value seen."""
+    def _why(self, bound: list) -> list[tuple[int, str, str]]:
+        """For each entry (numbered from 1), the first guard that fails for this call and
+        the value seen."""
         names, out = self._argnames(), []
-        for e in self._entries:
+        for i, e in enumerate(self._entries, 1):
             g = e.guards.failing(bound, self._fn)
-            if g is None:
-                continue
-            out.append((g.describe(names), _seen(g, bound, self._fn)))
+            if g is not None:
+                out.append((i, g.describe(names), _seen(g, bound, self._fn)))
         return out
 
     # -- dynamic dimensions ---------------------------------------------------------------
@@ -412,12 +410,9 @@ class CapturedFunction:
                 "%s: captured graph\n%s", self._fn.__qualname__, tr.graph.canonical()
             )
 
-    def _log_recompile(self, bound: list) -> None:
+    def _log_recompile(self, why: list[tuple[int, str, str]]) -> None:
         if logs.enabled("recompiles"):
-            why = [(i, e.guards.failing(bound, self._fn)) for i, e in enumerate(self._entries, 1)]
-            text = "; ".join(
-                f"entry {i} needs {g.describe(self._argnames())}" for i, g in why if g is not None
-            )
+            text = "; ".join(f"entry {i} needs {g}" for i, g, _ in why)
             logs.get("recompiles").info(
                 "%s: capturing again (entry %d): %s",
                 self._fn.__qualname__,

@@ -94,10 +94,15 @@ class ExplainOutput:
         lines += [f"  {g.kind}: {g.describe(self.argnames)}" for g in self.guards]
         if self.recompiles:
             lines.append("Recompiles:")
-            for k, failed in self.recompiles:
-                why = "; ".join(f"{g} (got {seen})" for g, seen in failed) or "?"
-                lines.append(f"  entry {k}: {why}")
+            lines += recompile_lines(self.recompiles)
         return "\n".join(lines)
+
+
+def recompile_lines(history: list) -> list[str]:
+    """One line per recompile: the guards of earlier entries that failed, with the values
+    seen (explain's report and the recompile-limit warning)."""
+    return [f"  entry {k}: " + ("; ".join(f"{g} (got {seen})" for g, seen in failed) or "?")
+            for k, failed in history]
 
 
 def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
