@@ -27,11 +27,13 @@ import numpy as np
 from . import eager, logs
 from .capture import GraphBreakError, InternalError, Unsupported, translate
 from .capture.calls import BindError, bind_call
+from .capture.concrete import not_resumable
 from .config import config
 from .explain import recompile_lines
 from .capture import dynamic
 from .capture.translate import translate_dynamic
 from .guards import GuardSet, format_source, resolve
+from .segments import Segments
 
 CacheInfo = namedtuple("CacheInfo", "hits misses compiles entries")
 BACKENDS = ("cpu", "eager")
@@ -76,7 +78,7 @@ def _cpu_available() -> bool:
 
 class Entry:
     __slots__ = ("guards", "cguards", "compiled", "input_getters", "template", "translation",
-                 "reason", "fetch", "direct")
+                 "reason", "fetch", "direct", "resume")
 
     def __init__(
         self,
@@ -86,6 +88,7 @@ class Entry:
         template=None,
         translation=None,
         reason=None,
+        resume=None,
     ) -> None:
         self.guards = guards
         self.cguards = _native_guards(guards)  # the same guards checked in C, or None
@@ -94,6 +97,9 @@ class Entry:
         self.template = template
         self.translation = translation
         self.reason = reason
+        # A segment that stops at a graph break (capture.resume.Resume): the call goes on
+        # in segments.Segments.finish. None: the entry runs the whole call.
+        self.resume = resume
         # The per-call path, kept short (a 1K add costs ~3 us in all): the inputs when
         # they are all arguments, and the output when the result is one of them as is.
         idx = [s[1] for s in sources if s[0] == "arg"]
@@ -155,6 +161,7 @@ class CapturedFunction:
         self._dyn: set[tuple] = set()
         # Per recompile: (entry number, [(guard that failed, value seen), ...]).
         self._recompiles: list[tuple[int, list[tuple[str, str]]]] = []
+        self._segments = Segments(self)  # what runs after a graph break
         _live.add(self)
 
     def __repr__(self) -> str:
@@ -196,6 +203,8 @@ class CapturedFunction:
             outs = entry.compiled(*[get(bound, self._fn) for get in entry.input_getters])
         if entry.direct is not None:
             return outs[entry.direct]
+        if entry.resume is not None:
+            return self._segments.finish(entry, outs, bound)
         return _build(entry.template, outs, bound, self._fn)
 
     def _miss(self, bound: list, args: tuple, kwargs: dict) -> Any:
@@ -263,7 +272,7 @@ class CapturedFunction:
                               for s, a in sorted(kept, key=repr)))
         try:
             if tr is None:
-                tr = translate(self._fn, bound)
+                tr = translate(self._fn, bound, resumable=self._resumable())
         except Unsupported as e:
             reason = e.to_reason()
             log = logs.get("graph_breaks")
@@ -273,6 +282,11 @@ class CapturedFunction:
                 raise GraphBreakError(reason) from None
             return Entry(GuardSet(e.guards), reason=reason)
         self._log_capture(tr)
+        if tr.resume is not None:
+            log = logs.get("graph_breaks")
+            if log.isEnabledFor(20):
+                log.info("%s: %s (compiled code before and after it)", self._fn.__qualname__,
+                         tr.resume.reason)
         graph = tr.graph
         if graph.outputs or graph.mutations:
             arrays = [get(bound, self._fn) for get in map(_getter, tr.input_sources)]
@@ -280,10 +294,16 @@ class CapturedFunction:
             self._compiles += 1
         else:
             compiled = _nothing
-        entry = Entry(GuardSet(tr.guards), compiled, tr.input_sources, tr.template, tr)
+        entry = Entry(GuardSet(tr.guards), compiled, tr.input_sources, tr.template, tr,
+                      tr.resume.reason if tr.resume is not None else None, tr.resume)
         if getattr(compiled, "tiered", False):
             compiled.entry = entry
         return entry
+
+    def _resumable(self) -> bool:
+        """Whether a break may end a compiled segment that plain Python resumes (Note
+        [resuming after a graph break]); else a break runs the whole call as Python."""
+        return not self.fullgraph and not_resumable(self._fn.__code__) is None
 
     def _compile(self, graph, example_inputs: list) -> Callable:
         backend = self.backend
@@ -387,6 +407,7 @@ class CapturedFunction:
         self._centries = []
         self._dyn.clear()
         self._recompiles.clear()
+        self._segments.clear()
         self._hits = self._misses = self._compiles = 0
         _state["warned"] = {
             k for k in _state["warned"] if not (isinstance(k, tuple) and k[0] == id(self))

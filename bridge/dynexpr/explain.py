@@ -16,6 +16,7 @@ from typing import Any
 from . import ir
 from .capture import BreakReason, Unsupported, translate
 from .capture.calls import BindError, bind_call
+from .capture.concrete import not_resumable
 from .guards import Guard
 
 
@@ -60,11 +61,18 @@ class ExplainOutput:
     # The captured function's recompiles so far: (entry number, [(guard text, value
     # seen), ...] for the guards of earlier entries that failed). Empty for a plain one.
     recompiles: list[tuple[int, list[tuple[str, str]]]] = field(default_factory=list)
+    # For a call that went on past its breaks (Note [resuming after a graph break]): the
+    # array ops that ran in graphs, and the instructions plain Python ran on arrays.
+    compiled_ops: int | None = None
+    python_ops: int = 0
 
     @property
     def compiled_op_share(self) -> float:
         """The share of this call's array ops that run compiled (0.0 when a break makes
-        the function run as plain Python)."""
+        the whole function run as plain Python)."""
+        if self.compiled_ops is not None:
+            total = self.compiled_ops + self.python_ops
+            return self.compiled_ops / total if total else 0.0
         return 1.0 if self.graph_count and not self.graph_break_count else 0.0
 
     @property
@@ -72,8 +80,12 @@ class ExplainOutput:
         return [hint_for(r.reason) for r in self.break_reasons]
 
     def __str__(self) -> str:
+        share = f"Array ops that run compiled: {self.compiled_op_share:.0%}"
+        if self.compiled_ops is not None:
+            share += (f" ({self.compiled_ops} in graphs, {self.python_ops} run by Python at the "
+                      "breaks; the call was run once to follow it past them)")
         lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
-                 f"Array ops that run compiled: {self.compiled_op_share:.0%}"]
+                 share]
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"Ops in graph {i} ({len(ops)}): {', '.join(ops) or '(none)'}")
         for i, g in enumerate(self.graphs):
@@ -127,5 +139,45 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     try:
         tr = translate(target, bound)
     except Unsupported as e:
+        if not_resumable(target.__code__) is None and not getattr(fn, "fullgraph", False):
+            return _explain_by_running(target, args, kwargs, history)
         return ExplainOutput(0, 1, [e.to_reason()], [], list(e.guards), [], names, history)
     return ExplainOutput(1, 0, [], [tr.graph.ops()], list(tr.guards), [tr.graph], names, history)
+
+
+def _explain_by_running(fn: Any, args: tuple, kwargs: dict, history: list) -> ExplainOutput:
+    """What follows a break depends on the value the break produces, so, as
+    torch._dynamo.explain does, run the call once (op by op with NumPy) and report the
+    graphs and breaks it went through."""
+    from .captured import CapturedFunction
+
+    cf = CapturedFunction(fn, "eager", "default", False, False, True)
+    trace = cf._segments.trace = []
+    try:
+        cf(*args, **kwargs)
+        entry = cf._entries[0]
+    finally:
+        cf.cache_clear()
+    if entry.translation is None:  # the whole call ran as plain Python
+        return ExplainOutput(0, 1, [entry.reason], [], list(entry.guards), [],
+                             fn.__code__.co_varnames, history)
+    events = [("graph", entry.translation)] + trace
+    graphs, seen, reasons, keys = [], set(), [], set()
+    compiled = python = 0
+    for ev in events:
+        if ev[0] == "graph":
+            ops = ev[1].graph.ops()
+            compiled += len(ops)
+            if ops and id(ev[1]) not in seen:
+                seen.add(id(ev[1]))
+                graphs.append(ev[1].graph)
+        elif ev[0] == "break":
+            r = ev[1]
+            if (r.reason, r.file, r.line) not in keys:
+                keys.add((r.reason, r.file, r.line))
+                reasons.append(r)
+        else:
+            python += 1
+    return ExplainOutput(len(graphs), len(reasons), reasons, [g.ops() for g in graphs],
+                         list(entry.guards), graphs, fn.__code__.co_varnames, history,
+                         compiled, python)

@@ -16,6 +16,8 @@ Sources (tuples, hashable):
     ("attr", src, name)     getattr(resolve(src), name)
     ("item", src, key)      resolve(src)[key]
     ("type", src)           type(resolve(src)) — where methods of user objects live
+    ("as0d", src, dtype)    np.asarray(resolve(src), dtype): a float a resumed segment
+                            takes as a 0-d input (kernel inputs only, never guarded)
 
 Kinds and their `expected`:
     TYPE           type object; type(x) is expected (exact, subclasses differ)
@@ -33,6 +35,9 @@ Kinds and their `expected`:
     ALIAS          source is a PAIR of sources (a, b) of arrays; expected is "same"
                    (a is b), "overlap" (np.may_share_memory, not the same object) or
                    "disjoint"
+    CMP            (op, constant, left, outcome): `x op constant` (or `constant op x`
+                   when not left) is outcome, for a number a resumed segment compared
+                   (Note [resuming after a graph break]); checked in Python only
 
 Guards are ordered so that a TYPE guard precedes the guards that need that type; the
 evaluator never raises: a source that cannot be resolved fails its guard.
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,7 +67,8 @@ KINDS = (
     "WRITEABLE",
     "ALIAS",
     "DYN_SHAPE",  # expected: per dim an int, or (lo, hi) for a dynamic one (hi None: any)
-    "DIM_EQ",  # source: two array sources; expected: (axis, axis) whose extents are equal
+    "DIM_EQ",
+    "CMP",  # expected: (op, constant, left, outcome); a comparison's outcome
 )
 PAIR_KINDS = ("ALIAS", "DIM_EQ")
 
@@ -92,6 +99,10 @@ class Guard:
             return f"{format_source(self.source, argnames)}.shape == ({dims}) (dynamic)"
         what = format_source(self.source, argnames)
         exp = self.expected
+        if self.kind == "CMP":
+            sym, const, left, outcome = exp
+            test = f"{what} {sym} {const!r}" if left else f"{const!r} {sym} {what}"
+            return f"({test}) is {outcome}"
         if self.kind == "TYPE":
             return f"type({what}) is {getattr(exp, '__qualname__', exp)}"
         if self.kind == "ID":
@@ -138,6 +149,8 @@ def format_source(src: tuple, argnames: Sequence[str] = ()) -> str:
         return f"{format_source(src[1], argnames)}[{src[2]!r}]"
     if kind == "type":
         return f"type({format_source(src[1], argnames)})"
+    if kind == "as0d":
+        return f"np.asarray({format_source(src[1], argnames)}, {src[2]})"
     return repr(src)
 
 
@@ -169,6 +182,8 @@ def resolve(src: tuple, args: Sequence[Any], fn: Any) -> Any:
         return resolve(src[1], args, fn)[src[2]]
     if kind == "type":
         return type(resolve(src[1], args, fn))
+    if kind == "as0d":  # a float fed to a kernel as a 0-d array of the loop's dtype
+        return np.asarray(resolve(src[1], args, fn), dtype=src[2])
     raise ValueError(f"dynexpr: unknown guard source {src!r}")
 
 
@@ -199,6 +214,10 @@ def alias_relation(a: Any, b: Any) -> str:
     if a is b:
         return "same"
     return "overlap" if np.may_share_memory(a, b) else "disjoint"
+
+
+_COMPARISONS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+                ">": operator.gt, ">=": operator.ge}
 
 
 def _predicate(g: Guard) -> Callable[[Any], bool]:
@@ -240,6 +259,12 @@ def _predicate(g: Guard) -> Callable[[Any], bool]:
     if kind == "DIM_EQ":
         i, j = exp
         return lambda pair: pair[0].shape[i] == pair[1].shape[j]
+    if kind == "CMP":
+        sym, const, left, outcome = exp
+        op = _COMPARISONS[sym]
+        if left:
+            return lambda x: bool(op(x, const)) == outcome
+        return lambda x: bool(op(const, x)) == outcome
     if kind == "ALIAS":
         if exp == "disjoint":  # the common case, without building the relation string
             return lambda pair: pair[0] is not pair[1] and not np.may_share_memory(*pair)

@@ -197,7 +197,7 @@ def test_cpu_falls_back_to_eager_with_one_warning(monkeypatch):
 def test_internal_errors_raise_or_fall_back_with_suppress_errors(monkeypatch):
     from dynexpr.capture.errors import InternalError
 
-    def broken(fn, bound):
+    def broken(fn, bound, **_):
         raise InternalError("dynexpr: internal error (simulated)")
 
     monkeypatch.setattr(dynexpr.captured, "translate", broken)
@@ -231,14 +231,25 @@ def test_explain_gives_a_hint_for_each_break_and_the_compiled_share():
         return x
 
     ex = dynexpr.explain(branchy, np.ones(3))
-    assert ex.graph_break_count == 1 and ex.compiled_op_share == 0.0
+    # The branch runs as Python; the sum and compare before it and the product after it
+    # are graphs (Note [resuming after a graph break]).
+    assert (ex.graph_count, ex.graph_break_count, ex.compiled_op_share) == (2, 1, 1.0)
     assert "np.where" in ex.hints[0]
     text = str(ex)
     assert "hint: use np.where(cond, a, b)" in text and "if x.sum() > 0:" in text
-    assert "Array ops that run compiled: 0%" in text
+    assert "Array ops that run compiled: 100% (3 in graphs, 0 run by Python" in text
     ex = dynexpr.explain(lambda x: np.sort(x) + 1, np.ones(3))
     assert "move the call outside the captured function" in ex.hints[0]
+    assert ex.compiled_op_share == 0.5  # np.sort by Python, + 1 in a graph
     assert dynexpr.explain(double, np.ones(3)).compiled_op_share == 1.0
+
+    def guarded(x):
+        with np.errstate(all="ignore"):  # a with block: the whole call runs as Python
+            return np.sort(x)
+
+    ex = dynexpr.explain(guarded, np.ones(3))
+    assert (ex.graph_count, ex.compiled_op_share) == (0, 0.0)
+    assert "Array ops that run compiled: 0%" in str(ex)
 
 
 def test_command_line_explain(tmp_path):

@@ -37,11 +37,13 @@ from .variables import (
     ListVar,
     ObjectVar,
     PyVar,
+    ScalarInputVar,
     TupleVar,
     Var,
 )
 
 _SCALARS = (type(None), bool, int, float, complex, str, bytes, range, slice, type(Ellipsis))
+_NUMBERS = (np.float32, np.float64, np.int32, np.int64)
 _CONST_LIMIT = 4096  # elements; a bigger constant container is compared per call
 
 
@@ -83,6 +85,9 @@ class Context:
         self._guards: dict[Guard, None] = {}
         self._wrapped: dict[tuple, Var] = {}
         self._arrays: list[tuple[np.ndarray, tuple, ArrayVar]] = []
+        self.pause = None  # resume.Pause in a resumable translation
+        # A resumed segment's frame values that are floats: 0-d inputs, not constants.
+        self.scalar_inputs = False
 
     # -- guards ----------------------------------------------------------------------
     def guard(self, kind: str, source: tuple, expected: Any) -> None:
@@ -108,6 +113,14 @@ class Context:
 
     def _wrap(self, value: Any, source: tuple) -> Var:
         t = type(value)
+        if self.scalar_inputs and source[0] == "arg":  # a resumed segment's frame value
+            if t is float or t is int or t in _NUMBERS:
+                self.guard("TYPE", source, t)
+                return ScalarInputVar(value, source, self)
+            if t is types.BuiltinMethodType and not isinstance(
+                    getattr(value, "__self__", None), (types.ModuleType, type(None))):
+                self.guard("TYPE", source, t)  # a new bound method each call: never its id
+                return ObjectVar(value, source)
         if t is np.ndarray or isinstance(value, np.ndarray):
             return self._wrap_array(value, source)
         if t in (tuple, list, dict) or t in _SCALARS or isinstance(value, (np.generic, np.dtype)):
@@ -148,14 +161,14 @@ class Context:
         if type(a) is not np.ndarray:
             graph_break(
                 f"{type(a).__name__} is an ndarray subclass; dynexpr captures plain "
-                "ndarrays only (pass np.asarray(x))"
+                "ndarrays only (pass np.asarray(x))", final=True
             )
         self.guard("DTYPE", source, a.dtype)
         if a.dtype not in SUPPORTED or not a.dtype.isnative:
             graph_break(
                 f"an array has dtype {a.dtype}, which the backends do not support "
                 "(bool, uint8, int32, int64, float32, float64); convert it first, "
-                "e.g. x.astype(np.float64)"
+                "e.g. x.astype(np.float64)", final=True
             )
         # With dynamic dimensions, sentinels stand for their extents (Note [dynamic
         # dimensions by sentinels]); translate_dynamic turns this guard into DYN_SHAPE.

@@ -62,8 +62,13 @@ def call_method_of_object(
 # --- inlining ----------------------------------------------------------------------------
 
 
+INLINED = [0]  # frames inlined so far (a break inside one may have changed shared state)
+
+
 def inline(tx, fn: Var, args: list, kwargs: dict) -> Var:
     from .translate import frame_class
+
+    INLINED[0] += 1
 
     if tx.depth + 1 > tx.ctx.budget.inline_depth:
         graph_break(f"calls nest deeper than {tx.ctx.budget.inline_depth} (recursion?)")

@@ -32,9 +32,12 @@ class BreakReason:
 class Unsupported(Exception):
     """Raised by graph_break; caught by the translator, never seen by users."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, final: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        # final: resuming after this break would only meet it again (an argument of a
+        # kind no graph takes): the call runs as plain Python from the start.
+        self.final = final
         self.location: tuple | None = None  # (file, line)
         self.stack: list = []
         self.guards: list = []
@@ -65,8 +68,8 @@ class InternalError(RuntimeError):
     """A bug in dynexpr itself (not in the user's code)."""
 
 
-def graph_break(reason: str) -> NoReturn:
-    raise Unsupported(reason)
+def graph_break(reason: str, final: bool = False) -> NoReturn:
+    raise Unsupported(reason, final)
 
 
 @dataclass

@@ -87,25 +87,34 @@ class Frame:
 
     # -- the loop -------------------------------------------------------------------
     def run(self) -> Var:
-        budget = self.ctx.budget
+        ctx = self.ctx
+        budget = ctx.budget
         table = self.OPCODES
+        # Note [resuming after a graph break] (concrete.py): the top frame of a resumable
+        # translation keeps the state before each instruction, so a break can end the
+        # segment there instead of abandoning the whole call.
+        pausable = ctx.pause is not None and self.depth == 0
         while self.result is None:
             inst = self.inst = self.instructions[self.ip]
+            if pausable:
+                ctx.pause.steps += 1
+                before = (self.ip, list(self.stack), dict(self.locals), ctx.pause.effects())
             self.ip += 1
             budget.used_instructions += 1
-            if budget.used_instructions > budget.instructions:
-                self._annotate(
-                    Unsupported(
-                        f"translation ran past {budget.instructions} "
-                        "instructions (a long unrolled loop?)"
-                    )
-                )
             handler = table.get(inst.opname)
             try:
+                if pausable and ctx.pause.steps == ctx.pause.stop_at:
+                    graph_break(ctx.pause.reason)
+                if budget.used_instructions > budget.instructions:
+                    graph_break(f"translation ran past {budget.instructions} "
+                                "instructions (a long unrolled loop?)")
                 if handler is None:
                     graph_break(f"the bytecode {inst.opname} is not supported")
                 handler(self, inst)
             except Unsupported as e:
+                if pausable:
+                    e.at(self.code.co_filename, self._line(), self.code.co_qualname)
+                    ctx.pause.paused(e, self, before)
                 self._annotate(e)
             except InternalError:
                 raise

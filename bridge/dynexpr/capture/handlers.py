@@ -7,7 +7,17 @@ from __future__ import annotations
 from . import attrs, calls, operators
 from .errors import graph_break
 from .frame import Frame, LazyArg
-from .variables import NULL, UNBOUND, CellVar, DictVar, ListVar, NestedFunctionVar, ObjectVar, PyVar
+from .variables import (
+    NULL,
+    UNBOUND,
+    CellVar,
+    DictVar,
+    IteratorVar,
+    ListVar,
+    NestedFunctionVar,
+    ObjectVar,
+    PyVar,
+)
 
 
 class CommonHandlers(Frame):
@@ -220,6 +230,8 @@ class CommonHandlers(Frame):
     def _for_iter(self, inst) -> bool:
         """Advance the iterator on top; False when it is exhausted (and popped)."""
         budget = self.ctx.budget
+        if not isinstance(self.stack[-1], IteratorVar):  # one plain Python started
+            graph_break(f"a loop over a {self.stack[-1].describe()} started outside the graph")
         nxt = self.stack[-1].next()
         if nxt is None:
             self.pop()

@@ -24,7 +24,7 @@ from . import dynamic
 from .. import ir
 from .arrays import ArrayVar
 from .errors import graph_break
-from .variables import PyVar, Var
+from .variables import PyVar, ScalarInputVar, Var
 
 SUPPORTED = {np.dtype(n) for n in ir.DTYPES}
 _VOID = np.dtype([])  # itemsize 0: a stand-in of any shape costs no memory
@@ -55,6 +55,8 @@ def example(v: Var) -> Any:
         if v.is_scalar:
             return dt.type(1)
         return np.ones(tuple(min(d, 1) for d in v.shape), dt)
+    if isinstance(v, ScalarInputVar):
+        return v.raw  # any value of its type promotes alike
     if isinstance(v, PyVar):
         return v.value
     graph_break(f"NumPy cannot take a {v.describe()} here")
@@ -70,7 +72,7 @@ def operand_descr(v: Var) -> Any:
     Python scalar (NEP 50)."""
     if isinstance(v, ArrayVar):
         return np.dtype(v.dtype)
-    x = v.value
+    x = v.raw if isinstance(v, ScalarInputVar) else v.value
     if type(x) is bool:
         return np.dtype(bool)
     if type(x) in (int, float, complex):

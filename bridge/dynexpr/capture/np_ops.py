@@ -27,7 +27,7 @@ from .infer import (
     shape_of,
     ufunc_loop,
 )
-from .variables import PyVar, Var
+from .variables import PyVar, ScalarInputVar, Var
 
 # The op table's elementwise ops, by the NumPy ufunc object (aliases such as np.divide,
 # np.abs, np.mod are the same objects as true_divide, absolute, remainder).
@@ -119,6 +119,8 @@ def const_value(v: Var, what: str) -> Any:
 
 
 def is_numeric_const(v: Var) -> bool:
+    if isinstance(v, ScalarInputVar):
+        return True
     return isinstance(v, PyVar) and (type(v.value) in _NUMERIC or isinstance(v.value, np.generic))
 
 
@@ -126,6 +128,11 @@ def operand(ctx: Context, v: Var, dtype: str) -> ir.Value:
     """v as an IR value of `dtype` (the loop's input dtype)."""
     if isinstance(v, ArrayVar):
         return ctx.graph.cast(v.value, dtype)
+    if isinstance(v, ScalarInputVar):  # read when the kernel runs, as NumPy would cast it
+        hit = v.inputs.get(dtype)
+        if hit is None:
+            hit = v.inputs[dtype] = ctx.graph.input(("as0d", v.source, dtype), dtype, ())
+        return hit
     if is_numeric_const(v):
         x = v.value
         weak = type(x).__name__ if type(x) in (int, float) else None

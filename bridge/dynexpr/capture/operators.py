@@ -16,6 +16,7 @@ from .arrays import ArrayVar
 from .errors import graph_break
 from .infer import ask
 from .variables import (
+    ScalarInputVar,
     DictVar,
     FunctionVar,
     IteratorVar,
@@ -245,6 +246,16 @@ def _dunder(tx, op: str, lhs: Var, rhs: Var) -> Var:
 
 
 def compare(tx, sym: str, lhs: Var, rhs: Var) -> Var:
+    if isinstance(lhs, ScalarInputVar) != isinstance(rhs, ScalarInputVar):
+        s, other = (lhs, rhs) if isinstance(lhs, ScalarInputVar) else (rhs, lhs)
+        if isinstance(other, PyVar) and np_ops.is_numeric_const(other):
+            # `if total > 1e9:` on a number plain Python computed: guard the outcome, not
+            # the value, so the next value with the same outcome reuses the segment.
+            left = s is lhs
+            a, b = (s.raw, other.value) if left else (other.value, s.raw)
+            r = real(_PY_COMPARE[sym], a, b)
+            tx.ctx.guard("CMP", s.source, (sym, other.value, left, bool(r.value)))
+            return r
     if isinstance(lhs, ArrayVar) or isinstance(rhs, ArrayVar):
         return np_ops.ufunc(tx.ctx, _COMPARE[sym], [lhs, rhs])
     if isinstance(lhs, (TupleVar, ListVar)) or isinstance(rhs, (TupleVar, ListVar)):

@@ -13,6 +13,7 @@ Template nodes (tuples):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .. import ir
 from ..guards import Guard
@@ -27,7 +28,8 @@ class Translation:
     graph: ir.Graph
     guards: list[Guard]
     input_sources: list[tuple]
-    template: tuple
+    template: tuple | None  # None for a segment that stops at a break (see `resume`)
+    resume: Any = None  # resume.Resume: where a segment of a breaking function stops
 
 
 class _Outputs:

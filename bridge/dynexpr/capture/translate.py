@@ -13,8 +13,8 @@ from typing import Any
 from . import dynamic
 from .builder import Context
 from .calls import _real_cell, top_level_locals
-from .errors import Unsupported, graph_break
-from .output import Translation, finalize
+from .errors import graph_break
+from .output import Translation
 
 _TABLES = {(3, 11): "opcodes311", (3, 12): "opcodes312", (3, 13): "opcodes313"}
 _frame_class = None
@@ -33,21 +33,27 @@ def frame_class():
     return _frame_class
 
 
-def translate(fn: Any, bound: list, dyn: Any = None) -> Translation:
+def translate(fn: Any, bound: list, dyn: Any = None, resumable: bool = False) -> Translation:
     """Run fn's bytecode on symbolic values for this call's bound arguments; raises
-    errors.Unsupported at the first graph break. `dyn`: see translate_dynamic."""
-    ctx = Context(fn, dyn)
+    errors.Unsupported at the first graph break, or with `resumable` returns the part
+    before it (Translation.resume, Note [resuming after a graph break]). `dyn`: see
+    translate_dynamic."""
+    from .resume import run_top
+
+    def make(ctx: Context):
+        code = fn.__code__
+        return frame_class()(ctx, code, top_level_locals(fn, bound), real_cells(ctx, fn),
+                             fn.__globals__, None)
+
+    return run_top(fn, make, dyn, resumable)
+
+
+def real_cells(ctx: Context, fn: Any) -> dict:
     code = fn.__code__
-    cells = {
+    return {
         name: _real_cell(ctx, cell, ("closure", name), name)
         for name, cell in zip(code.co_freevars, fn.__closure__ or ())
     }
-    try:
-        frame = frame_class()(ctx, code, top_level_locals(fn, bound), cells, fn.__globals__, None)
-        return finalize(ctx, frame.run())
-    except Unsupported as e:
-        e.guards = ctx.guards  # what the translation had relied on when it stopped
-        raise
 
 
 def translate_dynamic(fn: Any, bound: list, policy) -> tuple[Translation | None, set]:

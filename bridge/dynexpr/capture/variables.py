@@ -60,6 +60,29 @@ class PyVar(Var):
         return f"PyVar({self.value!r:.60})"
 
 
+class ScalarInputVar(PyVar):
+    """A number a resumed segment gets from plain Python, e.g. the result of `.item()`
+    (Note [resuming after a graph break]). Arithmetic with arrays takes it as a 0-d
+    graph input, so a new value does not compile again; anything that reads the value
+    itself (a branch, a shape, folding) specialises the entry on it with a VALUE guard."""
+
+    __slots__ = ("raw", "ctx", "inputs")
+
+    def __init__(self, raw: Any, source: tuple, ctx: Any) -> None:
+        self.raw = raw
+        self.source = source
+        self.ctx = ctx
+        self.inputs: dict = {}  # dtype -> the graph input holding the value as that dtype
+
+    @property
+    def value(self) -> Any:
+        self.ctx.guard("VALUE", self.source, self.raw)
+        return self.raw
+
+    def describe(self) -> str:
+        return f"{type(self.raw).__name__} (a value computed outside the graph)"
+
+
 class TupleVar(Var):
     __slots__ = ("items",)
 

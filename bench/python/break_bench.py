@@ -1,0 +1,92 @@
+"""The cost of one graph break, in one run.
+
+Two 10-op float32 chains with a break between them (`.item()` of a reduction, which
+plain Python must see), against the same function without the break (the reduction
+stays a 0-d array in the graph) and against plain NumPy. With the break, the chain
+before it and the chain after it each run as a compiled segment and the `.item()`
+runs as Python between them (Note [resuming after a graph break]). Medians of many
+calls after warm-up, the three alternating. Target (issue 4): the function with the
+break faster than plain NumPy at 1M elements.
+
+    .venv/bin/python bench/python/break_bench.py [--sizes 1K,64K,1M] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+
+import numpy as np
+from dynamic_bench import median_s, parse_size
+
+import dynexpr
+
+
+def _chain(x, y):  # 10 array ops
+    return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x * x * x))) + y
+
+
+def with_break(x, y):
+    a = _chain(x, y)
+    scale = np.abs(a).max().item()  # Python needs the value: a graph break
+    return _chain(a / scale, y)
+
+
+def without_break(x, y):
+    a = _chain(x, y)
+    scale = np.abs(a).max()  # a 0-d array: the graph goes on
+    return _chain(a / scale, y)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1K,64K,1M")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    broken = dynexpr.capture(with_break)
+    whole = dynexpr.capture(without_break)
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in sizes:
+        x = rng.standard_normal(n).astype(np.float32)
+        y = rng.standard_normal(n).astype(np.float32)
+        want = with_break(x, y)
+        for f in (broken, whole):
+            f(x, y)
+        dynexpr.synchronize()  # time the compiled kernels, not the NumPy tier
+        for f in (broken, whole):
+            got = f(x, y)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        calls = max(5, min(2000, (1 << 24) // max(n, 1) // 8))
+        t = {"break": [], "no_break": [], "numpy": []}
+        for _ in range(args.rounds):
+            t["break"].append(median_s(broken, (x, y), calls))
+            t["no_break"].append(median_s(whole, (x, y), calls))
+            t["numpy"].append(median_s(with_break, (x, y), calls))
+        med = {k: statistics.median(v) for k, v in t.items()}
+        rows.append({"n": n, **{f"{k}_s": v for k, v in med.items()},
+                     "break_over_no_break": med["break"] / med["no_break"],
+                     "numpy_over_break": med["numpy"] / med["break"]})
+    ex = dynexpr.explain(with_break, np.ones(8, np.float32), np.ones(8, np.float32))
+    print(f"two 10-op float32 chains, one .item() between; {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.2f}; with the break: {ex.graph_count} graphs, "
+          f"{ex.compiled_op_share:.0%} of array ops compiled")
+    print(f"{'n':>10} {'break':>11} {'no break':>11} {'numpy':>11} {'break/no':>9} "
+          f"{'numpy/break':>12}")
+    for r in rows:
+        print(f"{r['n']:>10} {r['break_s'] * 1e6:>9.1f}us {r['no_break_s'] * 1e6:>9.1f}us "
+              f"{r['numpy_s'] * 1e6:>9.1f}us {r['break_over_no_break']:>8.2f}x "
+              f"{r['numpy_over_break']:>11.2f}x")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

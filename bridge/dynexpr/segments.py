@@ -1,0 +1,185 @@
+"""The rest of a call after a graph break: plain Python for the breaking instruction,
+then compiled segments again (Note [resuming after a graph break] in capture/concrete.py).
+
+A resume point is (instruction index, names of the bound locals, stack layout). Its
+entries are cached with their guards over the frame's values, as the function's own
+entries are over its arguments; a point that needs more than config.recompile_limit
+entries (a loop whose counter every segment depends on) runs as plain Python for the
+rest of that call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import logs
+from .capture import InternalError, Unsupported
+from .capture.concrete import NULL, Returned, Run
+from .capture.frame import instructions_of
+from .capture.resume import build, translate_segment
+from .capture.variables import UNBOUND
+from .config import config
+from .guards import GuardSet, resolve
+
+try:
+    from ._native import select as _select
+except ImportError:
+    _select = None
+
+_ARRAYS = (np.ndarray, np.generic)
+# Instructions that compute with their operands (an array among them is an array op run
+# by plain Python, for explain's share of compiled ops).
+_COMPUTING = {"CALL", "CALL_KW", "CALL_FUNCTION_EX", "BINARY_OP", "BINARY_SUBSCR",
+              "STORE_SUBSCR", "BINARY_SLICE", "STORE_SLICE", "COMPARE_OP", "UNARY_NEGATIVE",
+              "UNARY_INVERT", "UNARY_POSITIVE", "CONTAINS_OP"}
+
+
+def _build(template: tuple, outs: tuple, state: Any, fn: Any) -> Any:
+    from .captured import _build as build_result
+
+    global _build
+    _build = build_result  # captured.py imports this module: bind on first use
+    return build_result(template, outs, state, fn)
+
+
+class Segments:
+    """The resume points of one captured function."""
+
+    def __init__(self, owner) -> None:
+        self.owner = owner  # the CapturedFunction
+        self.points: dict[tuple, list] = {}
+        self.entries = 0
+        self.trace: list | None = None  # explain: ("graph", tr) / ("break", reason) / ("python",)
+
+    def clear(self) -> None:
+        self.points.clear()
+        self.entries = 0
+
+    def finish(self, entry, outs: tuple, state: Any) -> Any:
+        """Run the rest of the call that `entry`'s kernel started: rebuild the frame at
+        its break from the outputs, run the breaking instruction, go on."""
+        fn = self.owner._fn
+        insts, index_of = instructions_of(fn.__code__)
+        run = Run(fn, insts, index_of, [], {}, 0)
+        self._restore(run, entry, outs, state)
+        plain = False
+        trace = self.trace
+        while True:
+            if trace is not None:
+                self._note_python(run)
+            done = run.step()
+            if done is not None:
+                return done.value
+            if plain:
+                continue
+            seg, state = self._select(run)
+            if seg is None:
+                plain = True
+                continue
+            r = seg.resume
+            if r is not None and r.empty:
+                if trace is not None:
+                    trace.append(("break", seg.reason))
+                continue
+            if trace is not None:
+                trace.append(("graph", seg.translation))
+            fetch = seg.fetch
+            outs = (seg.compiled(*fetch(state)) if fetch is not None else
+                    seg.compiled(*[get(state, fn) for get in seg.input_getters]))
+            if r is None:
+                return _build(seg.template, outs, state, fn)
+            self._restore(run, seg, outs, state)
+
+    def _restore(self, run: Run, entry, outs: tuple, state: Any) -> None:
+        r = entry.resume
+        fn, memo = run.fn, {}
+        run.locals = {n: build(t, outs, state, fn, memo) for n, t in zip(r.names, r.locals_t)}
+        run.stack = [build(t, outs, state, fn, memo) for t in r.stack_t]
+        run.i = r.ip
+        if self.trace is not None:
+            self.trace.append(("break", r.reason))
+
+    def _select(self, run: Run) -> tuple:
+        """The entry for the frame as it is now (translated on a miss), and the frame's
+        values as a tuple; (None, None) when this point runs as plain Python."""
+        names = tuple(n for n in run.fn.__code__.co_varnames if n in run.locals)
+        kinds = tuple(1 if v is NULL else 2 if v is UNBOUND else 0 for v in run.stack)
+        state = tuple(run.locals[n] for n in names) + tuple(run.stack)
+        key = (run.i, names, kinds)
+        entries = self.points.get(key)
+        if entries is None:
+            entries = self.points[key] = []
+        fn = run.fn
+        if _select is not None and all(c is not None for c, _ in entries):
+            hit = _select(entries, state, fn)
+            if hit is not None:
+                return hit, state
+        else:
+            for _, e in entries:
+                if e.guards.holds(state, fn):
+                    return e, state
+        if len(entries) >= config.recompile_limit or self.entries >= 8 * config.recompile_limit:
+            from .captured import warn_once
+
+            warn_once((id(self.owner), "resume"),
+                      f"dynexpr: {fn.__qualname__}: the code after a graph break needed more than "
+                      f"{config.recompile_limit} captures at one place (a loop whose values the "
+                      "captured code depends on?); from there on, calls run it as plain Python. "
+                      "Raise dynexpr.config.recompile_limit, or move the break out of the loop")
+            return None, None
+        entry = self._new(fn, run.i, names, kinds, state)
+        if entry is None:
+            return None, None
+        entries.append((entry.cguards, entry))
+        self.entries += 1
+        return entry, state
+
+    def _new(self, fn, ip: int, names: tuple, kinds: tuple, state: tuple):
+        from .captured import Entry, _nothing, warn_once
+
+        owner = self.owner
+        try:
+            tr = translate_segment(fn, ip, names, kinds, state)
+        except Unsupported as e:  # nothing to resume with: run this instruction as Python
+            return Entry(GuardSet(e.guards), reason=e.to_reason(), resume=_PASS)
+        except InternalError as e:
+            if not config.suppress_errors:
+                raise
+            warn_once((id(owner), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
+            return None
+        r = tr.resume
+        if r is not None and logs.enabled("graph_breaks"):
+            logs.get("graph_breaks").info("%s: %s", fn.__qualname__, r.reason)
+        if r is not None and r.empty:
+            return Entry(GuardSet(tr.guards), reason=r.reason, resume=r)
+        graph = tr.graph
+        if graph.outputs or graph.mutations:
+            compiled = owner._compile(graph, [resolve(s, state, fn) for s in tr.input_sources])
+            owner._compiles += 1
+        else:
+            compiled = _nothing
+        entry = Entry(GuardSet(tr.guards), compiled, tr.input_sources, tr.template, tr,
+                      r.reason if r is not None else None, r)
+        if getattr(compiled, "tiered", False):
+            compiled.entry = entry
+        return entry
+
+    def _note_python(self, run: Run) -> None:
+        inst = run.insts[run.i]
+        if inst.opname in _COMPUTING and any(
+                isinstance(v, _ARRAYS) or isinstance(getattr(v, "__self__", None), _ARRAYS)
+                for v in run.stack[-4:]):
+            self.trace.append(("python",))
+
+
+class _Passthrough:
+    """The resume of an entry whose translation could not start: run as Python."""
+
+    empty = True
+    reason = None
+
+
+_PASS = _Passthrough()
+__all__ = ["Segments", "Returned"]
