@@ -32,7 +32,7 @@ from .config import config
 from .explain import recompile_lines
 from .capture import dynamic
 from .capture.translate import translate_dynamic
-from .guards import GuardSet, format_source, resolve
+from .guards import GuardSet, changed_dims, format_source, resolve
 from .segments import Segments
 
 CacheInfo = namedtuple("CacheInfo", "hits misses compiles entries")
@@ -261,8 +261,11 @@ class CapturedFunction:
     def _new_entry(self, bound: list) -> Entry:
         tr = None
         if self.dynamic is not False and (self.dynamic or self._dyn or dynamic.any_marks()):
+            resumable = self._resumable()
             try:
-                tr, kept = translate_dynamic(self._fn, bound, self._dim_policy)
+                tr, kept = translate_dynamic(
+                    self._fn, bound, self._dim_policy,
+                    run=lambda st: translate(self._fn, bound, st, resumable))
             except Unsupported:
                 tr = None  # translated static below, for the break's own guards
             if tr is not None and logs.enabled("dynamic"):
@@ -379,23 +382,13 @@ class CapturedFunction:
         captured for becomes dynamic for the next translation."""
         if self.dynamic is not None:
             return
-        shape_guards = (g for e in self._entries for g in e.guards
-                        if g.kind in ("SHAPE", "DYN_SHAPE"))
-        for g in shape_guards:
-            try:
-                now = resolve(g.source, bound, self._fn)
-            except Exception:
-                continue
-            if type(now) is not np.ndarray or now.ndim != len(g.expected):
-                continue
-            for axis, (was, got) in enumerate(zip(g.expected, now.shape)):
-                if type(was) is int and was != got and was >= 2 and got >= 2:
-                    if (g.source, axis) not in self._dyn and logs.enabled("dynamic"):
-                        logs.get("dynamic").info(
-                            "%s: %s.shape[%d] was %d, now %d: making it dynamic",
-                            self._fn.__qualname__, format_source(g.source, self._argnames()),
-                            axis, was, got)
-                    self._dyn.add((g.source, axis))
+        for source, axis, was, got in changed_dims(self._entries, bound, self._fn):
+            if (source, axis) not in self._dyn and logs.enabled("dynamic"):
+                logs.get("dynamic").info(
+                    "%s: %s.shape[%d] was %d, now %d: making it dynamic",
+                    self._fn.__qualname__, format_source(source, self._argnames()),
+                    axis, was, got)
+            self._dyn.add((source, axis))
 
     # -- introspection ------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:

@@ -355,3 +355,21 @@ def _resolver(src: tuple, pair: bool) -> Callable[[Sequence[Any], Any], Any]:
 def check(guards: Sequence[Guard], args: Sequence[Any], fn: Any) -> bool:
     """True when every guard holds for bound arguments `args` of function `fn`."""
     return GuardSet(guards).holds(args, fn)
+
+
+def changed_dims(entries, args: Sequence[Any], fn: Any) -> list[tuple]:
+    """(source, axis, extent at capture, extent now) for each array dimension whose
+    extent differs from the one an entry's shape guard was captured for (both >= 2):
+    what dynamic=None makes dynamic in the next translation."""
+    out = []
+    for g in (g for e in entries for g in e.guards if g.kind in ("SHAPE", "DYN_SHAPE")):
+        try:
+            now = resolve(g.source, args, fn)
+        except Exception:
+            continue
+        if type(now) is not np.ndarray or now.ndim != len(g.expected):
+            continue
+        for axis, (was, got) in enumerate(zip(g.expected, now.shape)):
+            if type(was) is int and was != got and was >= 2 and got >= 2:
+                out.append((g.source, axis, was, got))
+    return out

@@ -16,12 +16,14 @@ import numpy as np
 
 from . import logs
 from .capture import InternalError, Unsupported
+from .capture import dynamic
 from .capture.concrete import NULL, Returned, Run
 from .capture.frame import instructions_of
 from .capture.resume import build, translate_segment
+from .capture.translate import translate_dynamic
 from .capture.variables import UNBOUND
 from .config import config
-from .guards import GuardSet, resolve
+from .guards import GuardSet, changed_dims, resolve
 
 try:
     from ._native import select as _select
@@ -50,11 +52,13 @@ class Segments:
     def __init__(self, owner) -> None:
         self.owner = owner  # the CapturedFunction
         self.points: dict[tuple, list] = {}
+        self.dims: dict[tuple, set] = {}  # point -> (source, axis) seen with two extents
         self.entries = 0
         self.trace: list | None = None  # explain: ("graph", tr) / ("break", reason) / ("python",)
 
     def clear(self) -> None:
         self.points.clear()
+        self.dims.clear()
         self.entries = 0
 
     def finish(self, entry, outs: tuple, state: Any) -> Any:
@@ -129,19 +133,22 @@ class Segments:
                       "captured code depends on?); from there on, calls run it as plain Python. "
                       "Raise dynexpr.config.recompile_limit, or move the break out of the loop")
             return None, None
-        entry = self._new(fn, run.i, names, kinds, state)
+        entry = self._new(fn, key, state, entries)
         if entry is None:
             return None, None
         entries.append((entry.cguards, entry))
         self.entries += 1
         return entry, state
 
-    def _new(self, fn, ip: int, names: tuple, kinds: tuple, state: tuple):
+    def _new(self, fn, key: tuple, state: tuple, entries: list):
         from .captured import Entry, _nothing, warn_once
 
         owner = self.owner
+        ip, names, kinds = key
         try:
-            tr = translate_segment(fn, ip, names, kinds, state)
+            tr = self._translate_dynamic(fn, key, state, entries)
+            if tr is None:
+                tr = translate_segment(fn, ip, names, kinds, state)
         except Unsupported as e:  # nothing to resume with: run this instruction as Python
             return Entry(GuardSet(e.guards), reason=e.to_reason(), resume=_PASS)
         except InternalError as e:
@@ -165,6 +172,34 @@ class Segments:
         if getattr(compiled, "tiered", False):
             compiled.entry = entry
         return entry
+
+    def _translate_dynamic(self, fn, key: tuple, state: tuple, entries: list):
+        """The point's translation with dynamic dimensions, as the function's own
+        entries get them: all with dynamic=True, those whose extent changed at this
+        point with dynamic=None, those mark_dynamic names; None: translate static."""
+        owner = self.owner
+        if owner.dynamic is False:
+            return None
+        changed = self.dims.setdefault(key, set())
+        if owner.dynamic is None:
+            changed.update((s, a) for s, a, _, _ in changed_dims([e for _, e in entries],
+                                                                 state, fn))
+        if not (owner.dynamic or changed or dynamic.any_marks()):
+            return None
+
+        def policy(source: tuple, axis: int, a: np.ndarray):
+            marks = dynamic.marks(a)
+            if marks is not None and axis in marks:
+                return marks[axis]
+            return (2, None) if owner.dynamic or (source, axis) in changed else None
+
+        ip, names, kinds = key
+        try:
+            tr, _ = translate_dynamic(fn, state, policy, run=lambda st: translate_segment(
+                fn, ip, names, kinds, state, st))
+        except Unsupported:
+            return None
+        return tr
 
     def _note_python(self, run: Run) -> None:
         inst = run.insts[run.i]

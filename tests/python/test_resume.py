@@ -299,3 +299,18 @@ def test_compiled_segments_match_numpy_on_the_cpu_backend(capsys):
         for _ in range(2):
             _same_call(fn, make, capsys, f)
         assert f.cache_info().compiles >= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+def test_segments_get_dynamic_dimensions_too(backend):
+    f = dynexpr.capture(item, backend=backend)
+    for n in (100, 200, 300, 400):
+        assert_same(item(_f64(n)), f(_f64(n)))
+    # 100 is captured static; 200 makes the dimension dynamic, before and after the
+    # break alike; 300 and 400 reuse both segments.
+    assert f.cache_info().entries == 2 and f._segments.entries == 2
+    assert f.cache_info().compiles == 4
+    f = dynexpr.capture(item, backend=backend, dynamic=False)
+    for n in (100, 200):
+        assert_same(item(_f64(n)), f(_f64(n)))
+    assert f._segments.entries == 2

@@ -48,7 +48,9 @@ class SpecializeDims(Unsupported):
     """A dynamic dimension's value was needed: translate again with it static."""
 
     def __init__(self, sentinels: set[int], why: str) -> None:
-        super().__init__(f"a dynamic dimension is used as a value ({why})")
+        # final: a resumable translation restarts with the dimension static instead of
+        # ending its segment here (Note [resuming after a graph break]).
+        super().__init__(f"a dynamic dimension is used as a value ({why})", final=True)
         self.sentinels = set(sentinels)
 
 

@@ -109,9 +109,11 @@ def run_top(fn: Any, make_frame, dyn: Any = None, resumable: bool = False,
             raise original from None
 
 
-def translate_segment(fn: Any, ip: int, names: tuple, kinds: tuple, state: tuple) -> Translation:
+def translate_segment(fn: Any, ip: int, names: tuple, kinds: tuple, state: tuple,
+                      dyn: Any = None) -> Translation:
     """Translate fn's code from instruction index ip, with the real frame `state`: the
-    locals `names` then the stack (kinds: 0 a value, 1 NULL, 2 a cleared local)."""
+    locals `names` then the stack (kinds: 0 a value, 1 NULL, 2 a cleared local). `dyn`:
+    see translate.translate_dynamic."""
     from .translate import frame_class, real_cells
 
     code = fn.__code__
@@ -127,7 +129,7 @@ def translate_segment(fn: Any, ip: int, names: tuple, kinds: tuple, state: tuple
         frame.kw_names = kw_names_before(fn, frame.instructions, ip)
         return frame
 
-    return run_top(fn, make, resumable=True)
+    return run_top(fn, make, dyn, resumable=True)
 
 
 # --- the state's template ----------------------------------------------------------------

@@ -56,12 +56,17 @@ def real_cells(ctx: Context, fn: Any) -> dict:
     }
 
 
-def translate_dynamic(fn: Any, bound: list, policy) -> tuple[Translation | None, set]:
+def translate_dynamic(fn: Any, bound: list, policy, run=None) -> tuple[Translation | None, set]:
     """translate() with the dimensions `policy` names dynamic (Note [dynamic dimensions by
     sentinels]). Returns the translation with symbolic extents and the (source, axis)
     pairs that stayed dynamic, or (None, set()) when no dimension could stay dynamic (the
     caller translates static); raises Unsupported only for a break that is not about
-    the sentinels."""
+    the sentinels. `run(st)` translates with DynState st (default: translate(fn, bound,
+    st)); a resumable translation's frame at its break is compared too."""
+    if run is None:
+        def run(st):
+            return translate(fn, bound, st)
+
     specialized: set[tuple] = set()
 
     def narrowed(source, axis, a):
@@ -70,9 +75,9 @@ def translate_dynamic(fn: Any, bound: list, policy) -> tuple[Translation | None,
     for _ in range(16):
         runs = []
         try:
-            for run in (0, 1):
-                st = dynamic.DynState(narrowed, run)
-                runs.append((_translate_with(fn, bound, st), st))
+            for k in (0, 1):
+                st = dynamic.DynState(narrowed, k)
+                runs.append((_translate_with(run, st), st))
         except dynamic.SpecializeDims as e:
             for s in e.sentinels:
                 specialized.update(st.members.get(s, ()))
@@ -86,11 +91,11 @@ def translate_dynamic(fn: Any, bound: list, policy) -> tuple[Translation | None,
     return None, set()
 
 
-def _translate_with(fn: Any, bound: list, st) -> Translation:
+def _translate_with(run, st) -> Translation:
     saved = dynamic.ACTIVE
     dynamic.ACTIVE = st
     try:
-        return translate(fn, bound, st)
+        return run(st)
     finally:
         dynamic.ACTIVE = saved
 
@@ -114,15 +119,19 @@ def _generalize(tr: Translation, st) -> tuple:
         text = text.replace(str(s), name)
     guards = [(g.kind, g.source, sub(g.expected) if g.kind == "SHAPE" else repr(g.expected))
               for g in tr.guards]
-    return text, guards, sub(tr.template), tuple(map(tuple, tr.input_sources))
+    r = tr.resume
+    frame = None if r is None else (r.ip, r.names, sub(r.locals_t), sub(r.stack_t))
+    return text, guards, sub(tr.template), tuple(map(tuple, tr.input_sources)), frame
 
 
 def _symbolic(tr: Translation, st) -> Translation | None:
     """tr with sentinel extents replaced by symbols and SHAPE guards of arrays with dynamic
     dimensions replaced by DYN_SHAPE (+ DIM_EQ for extents that must stay equal)."""
     names = st.symbol_of()
-    if any(x in names for x in dynamic._ints(tr.template)):
-        return None  # a returned view's steps hold an extent
+    r = tr.resume
+    live = tr.template if r is None else (r.locals_t, r.stack_t)
+    if any(x in names for x in dynamic._ints(live)):
+        return None  # a returned (or live) view's steps hold an extent
     for v in tr.graph.values:
         if any(isinstance(x, int) and x in names for x in dynamic._ints(v.attrs)):
             return None  # an op attribute holds an extent: no symbolic form for it
