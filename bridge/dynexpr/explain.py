@@ -139,10 +139,13 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     try:
         tr = translate(target, bound)
     except Unsupported as e:
-        if not_resumable(target.__code__) is None and not getattr(fn, "fullgraph", False):
-            return _explain_by_running(target, args, kwargs, history)
-        return ExplainOutput(0, 1, [e.to_reason()], [], list(e.guards), [], names, history)
-    return ExplainOutput(1, 0, [], [tr.graph.ops()], list(tr.guards), [tr.graph], names, history)
+        stop = e
+    else:
+        return ExplainOutput(1, 0, [], [tr.graph.ops()], list(tr.guards), [tr.graph], names,
+                             history)
+    if not_resumable(target.__code__) is None and not getattr(fn, "fullgraph", False):
+        return _explain_by_running(target, args, kwargs, history)  # not inside `except`
+    return ExplainOutput(0, 1, [stop.to_reason()], [], list(stop.guards), [], names, history)
 
 
 def _explain_by_running(fn: Any, args: tuple, kwargs: dict, history: list) -> ExplainOutput:

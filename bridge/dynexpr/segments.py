@@ -17,7 +17,7 @@ import numpy as np
 from . import logs
 from .capture import InternalError, Unsupported
 from .capture import dynamic
-from .capture.concrete import NULL, Returned, Run
+from .capture.concrete import NULL, Returned, Run, protected
 from .capture.frame import instructions_of
 from .capture.resume import build, translate_segment
 from .capture.translate import translate_dynamic
@@ -68,6 +68,7 @@ class Segments:
         insts, index_of = instructions_of(fn.__code__)
         run = Run(fn, insts, index_of, [], {}, 0)
         self._restore(run, entry, outs, state)
+        guarded = protected(fn.__code__)  # try/with blocks: always run here
         plain = False
         trace = self.trace
         while True:
@@ -76,7 +77,7 @@ class Segments:
             done = run.step()
             if done is not None:
                 return done.value
-            if plain:
+            if plain or run.i in guarded:
                 continue
             seg, state = self._select(run)
             if seg is None:

@@ -75,6 +75,7 @@ def main() -> None:
         ("gelu", gelu, (x,)),
         ("tanh_chain", tanh_chain, (x, y)),
         ("softmax_rows", softmax_rows, (rows,)),
+        ("with_a_break", with_a_break, (x,)),
     ]
 
     print(f"dynexpr {dynexpr.__version__}: {n} float32 elements per array\n")
@@ -102,8 +103,8 @@ def main() -> None:
     print("  " + str(report).replace("\n", "\n  "))
     print()
     report = dynexpr.explain(with_a_break, x)
-    print("explain(with_a_break, x): a value Python must see stops the capture; for now the "
-          "whole function then runs as plain Python (correct, not faster)")
+    print("explain(with_a_break, x): float() of an array is a value Python must see; it runs "
+          "as Python, and the work before and after it runs in two compiled graphs")
     print("  " + str(report).replace("\n", "\n  "))
     print()
 

@@ -82,13 +82,14 @@ def test_break_is_correct_and_explain_says_where(fn, make, reason, source, graph
     # Graphs on both sides of a break compile once; a whole-Python break compiles nothing.
     assert info.compiles == (graphs if backend == "cpu" or callable(backend) else info.compiles)
     ex = dynexpr.explain(fn, *make())
-    assert (ex.graph_count, ex.graph_break_count) == (graphs, 1)
+    # (a with block adds its own: the code inside it runs as Python too)
+    assert ex.graph_count == graphs and ex.graph_break_count == (3 if fn is uses_with else 1)
     r = ex.break_reasons[0]
     assert reason in r.reason, r.reason
     assert r.file == fn.__code__.co_filename and r.line > 0
     assert source in r.source, r.source
     text = str(ex)
-    assert "Graph break count: 1" in text and f"{r.file}:{r.line}" in text
+    assert f"Graph break count: {ex.graph_break_count}" in text and f"{r.file}:{r.line}" in text
     if graphs:
         assert ex.compiled_op_share >= 0.5 and "run by Python at the breaks" in text
 

@@ -117,8 +117,9 @@ class Context:
             if t is float or t is int or t in _NUMBERS:
                 self.guard("TYPE", source, t)
                 return ScalarInputVar(value, source, self)
-            if t is types.BuiltinMethodType and not isinstance(
-                    getattr(value, "__self__", None), (types.ModuleType, type(None))):
+            bound_self = getattr(value, "__self__", None)
+            if (t is types.BuiltinMethodType or t is types.MethodType) and not isinstance(
+                    bound_self, (types.ModuleType, type(None))) and _is_library_callable(value):
                 self.guard("TYPE", source, t)  # a new bound method each call: never its id
                 return ObjectVar(value, source)
         if t is np.ndarray or isinstance(value, np.ndarray):

@@ -14,11 +14,12 @@ would run it.
 
 The interpreter mirrors each version's stack layout as the translator's handlers keep
 it (a method load pushes [NULL, bound method], 3.13 [bound method, NULL]), so a frame
-passes between the two at any instruction. Code this interpreter cannot run (exception
-handlers, `with`, generators, cells of inner functions), and code that calls what looks
-at its caller's frame (logging, warnings, inspect: the caller would be this module), is
-never resumed: such a function runs as plain Python from its first break, as before
-(`not_resumable`).
+passes between the two at any instruction. The instructions of try/except/finally and
+`with` blocks run here, never in a graph, and an exception goes to its handler through
+the code's exception table as in CPython. Code this interpreter cannot run (generators,
+cells of inner functions, except*), and code that calls what looks at its caller's
+frame (logging, warnings, inspect: the caller would be this module), is never resumed:
+such a function runs as plain Python from its first break, as before (`not_resumable`).
 """
 
 from __future__ import annotations
@@ -79,11 +80,14 @@ def _jump_if(value_ok) -> Any:
 class Run:
     """One frame's real state while the interpreter runs it: stack, locals, next index."""
 
-    __slots__ = ("fn", "insts", "index_of", "stack", "locals", "i")
+    __slots__ = ("fn", "insts", "index_of", "stack", "locals", "i", "handling")
 
     def __init__(self, fn, insts, index_of, stack: list, locals_: dict, i: int) -> None:
         self.fn, self.insts, self.index_of = fn, insts, index_of
         self.stack, self.locals, self.i = stack, locals_, i
+        # The exception an `except` or `with` cleanup is handling (CPython keeps it in
+        # the thread state; PUSH_EXC_INFO and POP_EXCEPT save and restore it).
+        self.handling: BaseException | None = None
 
     def jump(self, offset: int) -> None:
         self.i = self.index_of[offset]
@@ -96,10 +100,23 @@ class Run:
         return vals
 
     def step(self) -> Returned | None:
-        """Run the instruction at self.i; a Returned when it returns from the frame."""
+        """Run the instruction at self.i; a Returned when it returns from the frame. An
+        exception goes to the frame's handler for that instruction, as in CPython's
+        exception table, or out of the call when none covers it."""
         inst = self.insts[self.i]
         self.i += 1
-        return OPS[inst.opname](self, inst)
+        try:
+            return OPS[inst.opname](self, inst)
+        except BaseException as exc:  # noqa: BLE001 - routed as CPython routes it
+            h = handler_for(self.fn.__code__, inst.offset)
+            if h is None:
+                raise
+            del self.stack[h.depth:]
+            if h.lasti:
+                self.stack.append(inst.offset)
+            self.stack.append(exc)
+            self.jump(h.target)
+            return None
 
     def kw_names(self) -> tuple:
         """The keyword names of the CALL about to run (3.11/3.12: KW_NAMES before it)."""
@@ -342,12 +359,61 @@ def _END_FOR(f: Run, inst) -> None:
 
 def _RAISE_VARARGS(f: Run, inst) -> None:
     if inst.arg == 0:
-        raise RuntimeError("No active exception to reraise")
+        if f.handling is None:
+            raise RuntimeError("No active exception to reraise")
+        raise f.handling
     cause = f.stack.pop() if inst.arg == 2 else None
     exc = f.stack.pop()
+    if isinstance(exc, type) and issubclass(exc, BaseException):
+        exc = exc()
+    if isinstance(exc, BaseException) and f.handling is not None and exc is not f.handling:
+        exc.__context__ = f.handling  # what CPython chains while an except block runs
     if inst.arg == 2:
         raise exc from cause
     raise exc
+
+
+def _PUSH_EXC_INFO(f: Run, inst) -> None:
+    exc = f.stack.pop()
+    f.stack.append(f.handling)
+    f.stack.append(exc)
+    f.handling = exc
+
+
+def _POP_EXCEPT(f: Run, inst) -> None:
+    f.handling = f.stack.pop()
+
+
+def _CHECK_EXC_MATCH(f: Run, inst) -> None:
+    kind = f.stack.pop()
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not all(isinstance(k, type) and issubclass(k, BaseException) for k in kinds):
+        raise TypeError("catching classes that do not inherit from BaseException is not allowed")
+    f.stack.append(isinstance(f.stack[-1], kind))
+
+
+def _RERAISE(f: Run, inst) -> None:
+    exc = f.stack.pop()
+    if inst.arg:
+        f.stack.pop()  # the f_lasti CPython restores; tracebacks here are ours anyway
+    raise exc
+
+
+def _BEFORE_WITH(f: Run, inst) -> None:
+    manager = f.stack.pop()
+    kind = type(manager)
+    try:
+        enter, exit_ = kind.__enter__, kind.__exit__
+    except AttributeError:
+        raise TypeError(f"{kind.__qualname__!r} object does not support the context manager "
+                        "protocol") from None
+    f.stack.append(types.MethodType(exit_, manager))
+    f.stack.append(enter(manager))
+
+
+def _WITH_EXCEPT_START(f: Run, inst) -> None:
+    exc = f.stack[-1]
+    f.stack.append(f.stack[-4](type(exc), exc, exc.__traceback__))
 
 
 def _MAKE_FUNCTION(f: Run, inst) -> None:
@@ -549,6 +615,12 @@ OPS: dict[str, Any] = {
     "CALL_FUNCTION_EX": _CALL_FUNCTION_EX,
     "IMPORT_NAME": _IMPORT_NAME,
     "IMPORT_FROM": _push(lambda f, inst: getattr(f.stack[-1], inst.argval)),
+    "PUSH_EXC_INFO": _PUSH_EXC_INFO,
+    "POP_EXCEPT": _POP_EXCEPT,
+    "CHECK_EXC_MATCH": _CHECK_EXC_MATCH,
+    "RERAISE": _RERAISE,
+    "BEFORE_WITH": _BEFORE_WITH,
+    "WITH_EXCEPT_START": _WITH_EXCEPT_START,
 }
 _INTRINSICS = {"INTRINSIC_UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE"}
 _FLAGS = {inspect.CO_GENERATOR: "it is a generator", inspect.CO_COROUTINE: "it is a coroutine",
@@ -592,13 +664,44 @@ def _why_not(code) -> str | None:
             return f"it uses {inst.opname}, which the resume interpreter does not run"
         if inst.opname == "CALL_INTRINSIC_1" and inst.argrepr not in _INTRINSICS:
             return f"it uses {inst.argrepr}"
-    index_of = {inst.offset: i for i, inst in enumerate(insts)}
-    for entry in dis._parse_exception_table(code) if hasattr(dis, "_parse_exception_table") else ():
-        # 3.12's inlined comprehensions restore their variable and re-raise: nothing a
-        # caller can see once the exception has left the frame. Anything else handles it.
-        i = index_of.get(entry.target)
-        while i is not None and i < len(insts) and insts[i].opname in _CLEANUP:
-            i += 1
-        if i is None or i >= len(insts) or insts[i].opname != "RERAISE":
-            return "it has try/except, try/finally or with blocks"
     return None
+
+
+_tables: dict[Any, tuple] = {}
+
+
+def _table(code) -> tuple:
+    """(exception table entries, indices of the instructions a real handler covers)."""
+    hit = _tables.get(code)
+    if hit is None:
+        insts = list(dis.get_instructions(code))
+        index_of = {inst.offset: i for i, inst in enumerate(insts)}
+        entries = dis._parse_exception_table(code)
+        protected = set()
+        for e in entries:
+            # 3.12's inlined comprehensions restore their variable and re-raise: nothing
+            # the caller can tell from no handler. Anything else handles the exception.
+            i = index_of.get(e.target)
+            while i is not None and i < len(insts) and insts[i].opname in _CLEANUP:
+                i += 1
+            if i is None or i >= len(insts) or insts[i].opname != "RERAISE":
+                protected.update(k for k, inst in enumerate(insts)
+                                 if e.start <= inst.offset < e.end)
+        if len(_tables) > 512:
+            _tables.clear()
+        hit = _tables[code] = (tuple(entries), frozenset(protected))
+    return hit
+
+
+def handler_for(code, offset: int):
+    """The exception table entry covering the instruction at `offset`, or None."""
+    for e in _table(code)[0]:
+        if e.start <= offset < e.end:
+            return e
+    return None
+
+
+def protected(code) -> frozenset:
+    """Indices of the instructions inside try/except/finally or with blocks: they run
+    here, never in a graph, so that their exceptions reach their handlers."""
+    return _table(code)[1]

@@ -97,14 +97,19 @@ class Frame:
         while self.result is None:
             inst = self.inst = self.instructions[self.ip]
             if pausable:
-                ctx.pause.steps += 1
-                before = (self.ip, list(self.stack), dict(self.locals), ctx.pause.effects())
+                p = ctx.pause
+                p.steps += 1
+                before = (self.ip, list(self.stack), dict(self.locals), p.effects())
+                guarded = self.ip in p.protected
+                p.entered |= guarded
             self.ip += 1
             budget.used_instructions += 1
             handler = table.get(inst.opname)
             try:
-                if pausable and ctx.pause.steps == ctx.pause.stop_at:
-                    graph_break(ctx.pause.reason)
+                if pausable and (p.steps == p.stop_at or (p.strict and guarded)):
+                    graph_break(p.reason if p.steps == p.stop_at else
+                                "code inside a try or with block runs as plain Python, so "
+                                "that its exceptions reach their handlers")
                 if budget.used_instructions > budget.instructions:
                     graph_break(f"translation ran past {budget.instructions} "
                                 "instructions (a long unrolled loop?)")

@@ -269,6 +269,8 @@ class CommonHandlers(Frame):
         from .np_table import QuietErrors, errstate_exit
 
         manager = self.pop()
+        if self.ctx.pause is not None and self.ctx.pause.strict and self.depth == 0:
+            graph_break("a with block whose body runs as plain Python enters its manager there")
         if not (isinstance(manager, PyVar) and isinstance(manager.value, QuietErrors)):
             graph_break(f"`with` on a {manager.describe()} is not supported (np.errstate is)")
         self.push(PyVar(errstate_exit))  # called as __exit__(None, None, None) at the end

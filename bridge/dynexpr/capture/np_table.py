@@ -287,7 +287,11 @@ def _facts(fact: Callable) -> Callable:
 
 class QuietErrors:
     """What `np.errstate(...)` is inside captured code: compiled kernels never warn, so
-    ignoring or warning about floating-point errors changes nothing; 'raise' would."""
+    ignoring or warning about floating-point errors changes nothing; 'raise' would.
+    `settings` make the real one where plain Python runs the block (resume.py)."""
+
+    def __init__(self, settings: dict) -> None:
+        self.settings = settings
 
 
 def errstate_exit(tx, args, kwargs):
@@ -301,7 +305,7 @@ def _errstate(tx, args, kwargs):
             "np.errstate(...='raise'/'call') makes NumPy react to the data; dynexpr "
             "cannot capture it"
         )
-    return PyVar(QuietErrors())
+    return PyVar(QuietErrors(settings))
 
 
 def _dot_body(ctx, x, d):

@@ -12,6 +12,7 @@ State template nodes, beyond output.py's ("const", "src", "view", "out", "tuple"
     ("function", code, defaults, kwdefaults, globals)  a def/lambda made in the frame
     ("iter", items) / ("listiter", node, pos)   an iterator over the rest of a sequence
     ("null",) / ("unbound",)    the interpreter's NULL and a cleared local
+    ("errstate", settings)      a real np.errstate, not entered yet
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from . import arrays, calls
 from .arrays import ArrayVar
 from .builder import Context
 from .concrete import NULL as REAL_NULL
-from .concrete import kw_names_before
+from .concrete import kw_names_before, protected
 from .errors import BreakReason, Unsupported, graph_break
 from .frame import LazyArg
+from .np_table import QuietErrors
 from .output import Translation, _Outputs, _rebuild, finalize
 from .variables import (
     NULL,
@@ -44,6 +46,7 @@ from .variables import (
     NestedFunctionVar,
     ObjectVar,
     PyVar,
+    ScalarInputVar,
     TupleVar,
     Var,
 )
@@ -65,11 +68,17 @@ class Resume:
 class Pause:
     """What a resumable translation keeps to stop cleanly before a break."""
 
-    def __init__(self, stop_at: int | None = None, original: Unsupported | None = None) -> None:
+    def __init__(self, code, stop_at: int | None = None, original: Unsupported | None = None,
+                 strict: bool = False) -> None:
         self.steps = 0
         self.stop_at = stop_at  # stop before this top-level step (a clean second run)
         self.original = original
         self.reason = original.reason if original is not None else ""
+        # Instructions in try/with blocks; strict: they break (plain Python runs them,
+        # so their exceptions reach their handlers); entered: the translation ran one.
+        self.protected = protected(code)
+        self.strict = strict
+        self.entered = False
 
     @staticmethod
     def effects() -> tuple:
@@ -82,12 +91,12 @@ class Pause:
 
 
 def run_top(fn: Any, make_frame, dyn: Any = None, resumable: bool = False,
-            stop: tuple | None = None) -> Translation:
+            stop: tuple | None = None, strict: bool = False) -> Translation:
     """Translate the frame make_frame(ctx) builds; with `resumable`, a break in the top
     frame ends the translation there with a Resume instead of raising."""
     ctx = Context(fn, dyn)
     if resumable:
-        ctx.pause = Pause(*stop) if stop else Pause()
+        ctx.pause = Pause(fn.__code__, *(stop or (None, None)), strict=strict)
     frame = make_frame(ctx)
     try:
         return finalize(ctx, frame.run())
@@ -98,8 +107,10 @@ def run_top(fn: Any, make_frame, dyn: Any = None, resumable: bool = False,
             raise
         ip, stack, locals_, steps, dirty, frame = p
         original = ctx.pause.original or e
+        if ctx.pause.entered and not ctx.pause.strict:  # try/with blocks must stay Python
+            return run_top(fn, make_frame, dyn, resumable, stop, strict=True)
         if dirty:  # the instruction changed shared state before it broke: stop before it
-            return run_top(fn, make_frame, dyn, resumable, (steps, original))
+            return run_top(fn, make_frame, dyn, resumable, (steps, original), strict)
         try:
             return finalize_state(ctx, original, ip, stack, locals_, frame.code, steps == 1)
         except Unsupported as why:
@@ -129,7 +140,7 @@ def translate_segment(fn: Any, ip: int, names: tuple, kinds: tuple, state: tuple
         frame.kw_names = kw_names_before(fn, frame.instructions, ip)
         return frame
 
-    return run_top(fn, make, dyn, resumable=True)
+    return run_top(fn, make, dyn, resumable=True, strict=True)
 
 
 # --- the state's template ----------------------------------------------------------------
@@ -176,7 +187,11 @@ def _state_template(out: _StateOutputs, v: Any) -> tuple:
         return ("src", v.source)
     if isinstance(v, ArrayVar):
         return out.leaf(v)
+    if isinstance(v, ScalarInputVar):
+        return ("src", v.source)  # read as is: its value is no fact of the entry
     if isinstance(v, PyVar):
+        if isinstance(v.value, QuietErrors):  # the real np.errstate, for Python to enter
+            return ("errstate", tuple(v.value.settings.items()))
         return ("src", v.source) if v.source is not None else ("const", v.value)
     if isinstance(v, TupleVar):
         return ("tuple", tuple(_state_template(out, x) for x in v.items))
@@ -276,6 +291,8 @@ def build(t: tuple, outs: tuple, state: Any, fn: Any, memo: dict) -> Any:
         if kwdefaults:
             f.__kwdefaults__ = {k: build(c, outs, state, fn, memo) for k, c in kwdefaults}
         return f
+    if kind == "errstate":
+        return np.errstate(**dict(t[1]))
     if kind == "list":
         return [build(c, outs, state, fn, memo) for c in t[1]]
     if kind == "dict":
