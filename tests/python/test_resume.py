@@ -63,6 +63,21 @@ def logs(x):
     return y - 1
 
 
+def warns(x):
+    y = x * 2
+    with np.errstate(divide="warn"):
+        z = 1.0 / (y - y)  # NumPy's RuntimeWarning, run as Python
+    return np.nan_to_num(z) + y
+
+
+def frames(x):
+    import sys
+
+    y = x * 2
+    depth = len(sys._getframe().f_code.co_name)
+    return y + depth
+
+
 def unknown_call(x):
     y = x * 2
     z = _unknown(y)
@@ -222,6 +237,8 @@ CASES = [
     (data_branch, lambda: (_f64(lo=-9.0) - 5,), 2),
     (prints, lambda: (_f64(),), 2),
     (unknown_call, lambda: (_f64(),), 2),
+    (logs, lambda: (_f64(),), 2),
+    (warns, lambda: (_f64(),), 2),
     (linalg, lambda: (np.eye(3) + 0.5, np.ones(3)), 2),
     (fft_sort, lambda: (_f64(),), 2),
     (mask_index, lambda: (_f64(),), 2),
@@ -263,6 +280,7 @@ def _same_call(fn, make, capsys, captured):
     return got
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
 @pytest.mark.parametrize("fn, make, graphs", CASES, ids=IDS)
 def test_each_break_kind_matches_numpy_with_graphs_on_both_sides(fn, make, graphs, capsys):
     f = dynexpr.capture(fn, backend="eager")
@@ -275,7 +293,7 @@ def test_each_break_kind_matches_numpy_with_graphs_on_both_sides(fn, make, graph
     ex = dynexpr.explain(fn, *make())
     capsys.readouterr()
     assert ex.graph_count >= graphs and ex.graph_break_count >= 1, str(ex)
-    assert f"{fn.__code__.co_filename}:" in str(ex)
+    assert ex.break_reasons[0].stack[0][0] == fn.__code__.co_filename  # the user's frame
 
 
 def test_raised_exception_is_the_plain_one():
@@ -321,7 +339,7 @@ def test_identity_and_aliasing_survive_the_break(capsys):
 
 def test_functions_the_interpreter_cannot_resume_run_whole_as_python(capsys):
     for fn, args in [(generator_of_arrays, (np.arange(3.0),)),
-                     (logs, (np.arange(3.0),))]:  # logging names its caller's line
+                     (frames, (np.arange(3.0),))]:
         f = dynexpr.capture(fn, backend="eager")
         got, expected = f(*args), fn(*args)
         if fn is generator_of_arrays:
@@ -330,10 +348,19 @@ def test_functions_the_interpreter_cannot_resume_run_whole_as_python(capsys):
         assert f.entries[0].resume is None and f.entries[0].compiled is None
 
 
-def test_logging_names_the_users_line(caplog):
+def test_logging_and_warnings_name_the_users_line(caplog):
     with caplog.at_level(logging.WARNING, logger="test_resume"):
+        logs(np.arange(3.0))
         dynexpr.capture(logs, backend="eager")(np.arange(3.0))
-    assert [r.filename for r in caplog.records] == ["test_resume.py"]
+    plain, captured = caplog.records
+    assert (captured.filename, captured.lineno, captured.funcName) == (
+        plain.filename, plain.lineno, plain.funcName)
+    f = dynexpr.capture(warns, backend="eager")
+    with pytest.warns(RuntimeWarning) as got:
+        f(_f64())
+    with pytest.warns(RuntimeWarning) as want:
+        warns(_f64())
+    assert [(w.filename, w.lineno) for w in got] == [(w.filename, w.lineno) for w in want]
 
 
 def test_a_new_value_at_the_break_reuses_the_segment():

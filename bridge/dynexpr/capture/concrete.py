@@ -18,7 +18,7 @@ passes between the two at any instruction. The instructions of try/except/finall
 `with` blocks run here, never in a graph, and an exception goes to its handler through
 the code's exception table as in CPython. Code this interpreter cannot run (generators,
 cells of inner functions, except*), and code that calls what looks at its caller's
-frame (logging, warnings, inspect: the caller would be this module), is never resumed:
+frame's locals or stack (inspect, sys._getframe, locals()), is never resumed:
 such a function runs as plain Python from its first break, as before (`not_resumable`).
 """
 
@@ -159,10 +159,34 @@ def _cell(f: Run, name: str):
     return f.fn.__closure__[code.co_freevars.index(name)]
 
 
+# Note [calls from the user's line]: what the interpreter calls for the user runs from a
+# frame whose code claims the user's file, line and function, so a logging record, a
+# warning (NumPy's RuntimeWarning too) or a traceback names the user's line, not ours.
+_TRAMPOLINE = (lambda fn, args, kwargs: fn(*args, **kwargs)).__code__
+_trampolines: dict[tuple, Any] = {}
+_NO_KWARGS: dict = {}
+
+
+def as_user(f: Run, fn: Any, args, kwargs: dict = _NO_KWARGS) -> Any:
+    """fn(*args, **kwargs), called from the line of the instruction running now."""
+    inst = f.insts[f.i - 1]
+    code = f.fn.__code__
+    pos = inst.positions
+    line = pos.lineno if pos is not None and pos.lineno is not None else code.co_firstlineno
+    t = _trampolines.get((code, line))
+    if t is None:
+        if len(_trampolines) > 4096:
+            _trampolines.clear()
+        t = _trampolines[(code, line)] = types.FunctionType(_TRAMPOLINE.replace(
+            co_filename=code.co_filename, co_name=code.co_name, co_qualname=code.co_qualname,
+            co_firstlineno=line), f.fn.__globals__)  # warnings keep their registry there
+    return t(fn, args, kwargs)
+
+
 def _call(f: Run, fn: Any, args: list, kw_names: tuple) -> None:
     n = len(args) - len(kw_names)
     kwargs = dict(zip(kw_names, args[n:]))
-    f.stack.append(fn(*args[:n], **kwargs))
+    f.stack.append(as_user(f, fn, args[:n], kwargs))
 
 
 def _CALL(f: Run, inst) -> None:
@@ -199,7 +223,7 @@ def _CALL_FUNCTION_EX(f: Run, inst) -> None:
         fn = f.stack.pop()
         if f.stack and f.stack[-1] is NULL:
             f.stack.pop()
-    f.stack.append(fn(*args, **kwargs))
+    f.stack.append(as_user(f, fn, args, kwargs))
 
 
 def _LOAD_GLOBAL(f: Run, inst) -> None:
@@ -256,12 +280,12 @@ def _STORE_ATTR(f: Run, inst) -> None:
 
 def _BINARY_SUBSCR(f: Run, inst) -> None:
     key = f.stack.pop()
-    f.stack.append(f.stack.pop()[key])
+    f.stack.append(as_user(f, operator.getitem, (f.stack.pop(), key)))
 
 
 def _STORE_SUBSCR(f: Run, inst) -> None:
     key, container, value = f.stack.pop(), f.stack.pop(), f.stack.pop()
-    container[key] = value
+    as_user(f, operator.setitem, (container, key, value))
 
 
 def _DELETE_SUBSCR(f: Run, inst) -> None:
@@ -282,12 +306,12 @@ def _STORE_SLICE(f: Run, inst) -> None:
 
 def _BINARY_OP(f: Run, inst) -> None:
     rhs, lhs = f.stack.pop(), f.stack.pop()
-    f.stack.append(_BINARY[inst.argrepr](lhs, rhs))
+    f.stack.append(as_user(f, _BINARY[inst.argrepr], (lhs, rhs)))
 
 
 def _COMPARE_OP(f: Run, inst) -> None:
     rhs, lhs = f.stack.pop(), f.stack.pop()
-    r = _COMPARE[inst.argval](lhs, rhs)
+    r = as_user(f, _COMPARE[inst.argval], (lhs, rhs))
     f.stack.append(bool(r) if _V >= (3, 13) and inst.arg & 16 else r)
 
 
@@ -626,13 +650,13 @@ _INTRINSICS = {"INTRINSIC_UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE"}
 _FLAGS = {inspect.CO_GENERATOR: "it is a generator", inspect.CO_COROUTINE: "it is a coroutine",
           inspect.CO_ASYNC_GENERATOR: "it is an async generator",
           inspect.CO_ITERABLE_COROUTINE: "it is a coroutine"}
-# Names whose callers see the frame that calls them: the interpreter's frame is not the
-# user's, so a logging record, a warning or a traceback would name the wrong line.
-# (Called from an inlined helper, they run in that helper's real frame: no problem.)
+# Names whose callers look at the frames that call them, beyond file and line: the
+# interpreter's frames are not the user's. (Called from an inlined helper, they run in
+# that helper's real frame: no problem.)
+# (Logging and warnings see the user's line: Note [calls from the user's line].)
 _LOOKS_AT_CALLER = frozenset(
-    "logging warnings warn inspect traceback sys _getframe currentframe breakpoint set_trace "
-    "locals vars globals exec eval super exc_info debug info warning error critical "
-    "exception getLogger print_stack".split())
+    "inspect traceback sys _getframe currentframe breakpoint set_trace locals vars globals "
+    "exec eval super exc_info print_stack extract_stack".split())
 _reasons: dict[Any, str | None] = {}
 
 
