@@ -77,6 +77,8 @@ typedef struct {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   dx_kernel_fn fn;
+  dx_set_schedule_fn set_schedule; /* NULL in units built before it existed */
+  int32_t sched_threads, sched_chunks; /* mode="max-autotune"'s choice; 0, 0: default */
   void* handle;
   int32_t n_in, n_out, n_res;
   in_spec* ins;
@@ -196,6 +198,8 @@ static PyObject* Kernel_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
   void* sym_fn = dlsym(self->handle, "dynexpr_kernel");
   if (sym_ver) memcpy(&ver, &sym_ver, sizeof ver);
   if (sym_fn) memcpy(&self->fn, &sym_fn, sizeof self->fn);
+  void* sym_sched = dlsym(self->handle, "dynexpr_set_schedule");
+  if (sym_sched) memcpy(&self->set_schedule, &sym_sched, sizeof self->set_schedule);
   if (!ver || !self->fn) {
     PyErr_Format(PyExc_ImportError, "dynexpr: %s does not export the dynexpr kernel ABI", cpath);
     goto fail;
@@ -364,8 +368,11 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
     char err[DX_ERR_LEN];
     err[0] = '\0';
     int32_t rc;
+    const int tuned = self->set_schedule && (self->sched_threads || self->sched_chunks);
     Py_BEGIN_ALLOW_THREADS
+    if (tuned) self->set_schedule(self->sched_threads, self->sched_chunks);
     rc = self->fn(in, n_in, out, n_out, err, sizeof err);
+    if (tuned) self->set_schedule(0, 0);
     Py_END_ALLOW_THREADS
     if (rc != 0) {
       raise_status(rc, err);
@@ -393,6 +400,43 @@ static PyObject* Kernel_repr(PyObject* obj) {
                               (int)self->n_in, (int)self->n_out);
 }
 
+static PyObject* Kernel_set_schedule(KernelObject* self, PyObject* args) {
+  int threads, chunks;
+  if (!PyArg_ParseTuple(args, "ii:set_schedule", &threads, &chunks)) return NULL;
+  if (threads < 0 || chunks < 0 || threads > 4096 || chunks > 4096) {
+    PyErr_Format(PyExc_ValueError,
+                 "dynexpr: Kernel.set_schedule(%d, %d): pass counts between 0 (the default) "
+                 "and 4096", threads, chunks);
+    return NULL;
+  }
+  if (!self->set_schedule && (threads || chunks)) {
+    PyErr_Format(PyExc_ValueError,
+                 "dynexpr: %U has no schedule hook (built before it existed); clear the "
+                 "cache directory (DYNEXPR_CACHE_DIR) to rebuild it", self->path);
+    return NULL;
+  }
+  self->sched_threads = threads;
+  self->sched_chunks = chunks;
+  Py_RETURN_NONE;
+}
+
+static PyObject* Kernel_get_schedule(KernelObject* self, void* closure) {
+  (void)closure;
+  return Py_BuildValue("(ii)", (int)self->sched_threads, (int)self->sched_chunks);
+}
+
+static PyMethodDef Kernel_methods[] = {
+    {"set_schedule", (PyCFunction)Kernel_set_schedule, METH_VARARGS,
+     "set_schedule(threads, chunks_per_thread): the parallel schedule every later call "
+     "uses (dynexpr::parallel::schedule; 0, 0 is the default heuristic)"},
+    {NULL},
+};
+
+static PyGetSetDef Kernel_getset[] = {
+    {"schedule", (getter)Kernel_get_schedule, NULL, "(threads, chunks_per_thread)", NULL},
+    {NULL},
+};
+
 static PyMemberDef Kernel_members[] = {
     {"path", T_OBJECT, offsetof(KernelObject, path), READONLY, "the loaded unit.so"},
     {0},
@@ -409,6 +453,8 @@ static PyTypeObject KernelType = {
     .tp_doc = "A compiled dynexpr unit: call it with the graph's input arrays.",
     .tp_new = Kernel_new,
     .tp_members = Kernel_members,
+    .tp_methods = Kernel_methods,
+    .tp_getset = Kernel_getset,
 };
 
 /* ================================================================ GuardSet */

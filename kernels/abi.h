@@ -8,6 +8,11 @@
  *                          const dx_array* out, int32_t n_out,
  *                          char* err, size_t err_len);
  *
+ *   void dynexpr_set_schedule(int32_t threads, int32_t chunks_per_thread);
+ *                                              (optional) the calling thread's parallel
+ *                                              schedule (dynexpr::parallel::schedule);
+ *                                              0, 0 restores the default
+ *
  * `in` are the kernel's inputs, `out` its outputs, allocated by the caller with the
  * shapes the graph gives (the kernel checks them). Strides are in elements and may be
  * zero or negative. The return value is 0 on success; otherwise a NUL-terminated message
@@ -46,6 +51,7 @@ typedef struct dx_array {
 } dx_array;
 
 typedef int32_t (*dx_abi_version_fn)(void);
+typedef void (*dx_set_schedule_fn)(int32_t threads, int32_t chunks_per_thread);
 typedef int32_t (*dx_kernel_fn)(const dx_array* in, int32_t n_in, const dx_array* out,
                                 int32_t n_out, char* err, size_t err_len);
 

@@ -345,10 +345,16 @@ std::int32_t guarded(char* err, std::size_t len, F&& body) noexcept {
 
 }  // namespace dynexpr::kernel
 
-/// The two exported functions of kernels/abi.h around `static void RUN(dxk::frame&)`.
+/// The exported functions of kernels/abi.h around `static void RUN(dxk::frame&)`.
 #define DYNEXPR_UNIT(RUN, N_IN, N_OUT)                                                      \
   extern "C" __attribute__((visibility("default"))) std::int32_t dynexpr_abi_version(void) { \
     return DYNEXPR_ABI_VERSION;                                                             \
+  }                                                                                         \
+  extern "C" __attribute__((visibility("default"))) void dynexpr_set_schedule(              \
+      std::int32_t threads, std::int32_t chunks_per_thread) {                               \
+    ::dynexpr::parallel::schedule& s = ::dynexpr::parallel::thread_schedule();              \
+    s.threads = threads;                                                                    \
+    s.chunks_per_thread = chunks_per_thread;                                                \
   }                                                                                         \
   extern "C" __attribute__((visibility("default"))) std::int32_t dynexpr_kernel(            \
       const dx_array* in, std::int32_t n_in, const dx_array* out, std::int32_t n_out,       \

@@ -47,9 +47,9 @@ def _load_dynexpr(threads: int) -> str:
     return dynexpr.__version__
 
 
-def _build_dynexpr(fuse: bool):
+def _build_dynexpr(fuse: bool, mode: str = "default"):
     def build(w, xs):
-        f = dynexpr.capture(w.fn, fuse=fuse)
+        f = dynexpr.capture(w.fn, fuse=fuse, mode=mode)
         return (lambda: f(*xs)), np.asarray
 
     return build
@@ -153,6 +153,8 @@ PEERS = {
     "numpy": Peer("numpy", _load_numpy, _build_numpy),
     "dynexpr": Peer("dynexpr", _load_dynexpr, _build_dynexpr(True)),
     "dynexpr_unfused": Peer("dynexpr_unfused", _load_dynexpr, _build_dynexpr(False)),
+    "dynexpr_autotune": Peer("dynexpr_autotune", _load_dynexpr,
+                             _build_dynexpr(True, "max-autotune")),
     "numexpr": Peer("numexpr", _load_numexpr, _build_numexpr),
     "torch_compile": Peer("torch_compile", _load_torch, _build_torch),
     "jax": Peer("jax", _load_jax, _build_jax),

@@ -5,7 +5,8 @@
         [--dtypes float32,float64] [--threads N] [--json PATH] [--plots DIR]
 
 Implementations: numpy (the baseline), dynexpr (dynexpr.capture), dynexpr_unfused
-(capture(fuse=False)), numexpr, torch_compile (torch.compile of the torch version, CPU
+(capture(fuse=False)), dynexpr_autotune (capture(mode="max-autotune"): its first call
+times the parallel schedules), numexpr, torch_compile (torch.compile of the torch version, CPU
 inductor), jax (jax.jit), numba (@njit(parallel=True, fastmath=False)). A peer that is not
 installed is a "not installed" row (bench/python/setup_peers.sh installs them).
 
@@ -45,7 +46,9 @@ from dynexpr import cache  # noqa: E402
 from peers import PEERS, load_peers, set_threads  # noqa: E402
 from workloads import Workload, by_name  # noqa: E402
 
-IMPLS = ("numpy", "dynexpr", "dynexpr_unfused", "numexpr", "torch_compile", "jax", "numba")
+IMPLS = ("numpy", "dynexpr", "dynexpr_unfused", "dynexpr_autotune", "numexpr", "torch_compile",
+         "jax", "numba")
+PEER_IMPLS = ("numexpr", "torch_compile", "jax", "numba")
 QUICK_WORKLOADS = "gelu,black_scholes,softmax_rows,sum_squares"
 PROBE_BYTES = 64 << 20  # per array of the bandwidth probe: far beyond the last-level cache
 # (rtol, atol) per result dtype; atol is relative to the largest |expected| value, so that
@@ -241,6 +244,22 @@ def print_summary(records: list[dict]) -> None:
         for impl, s in by_impl.items():
             print(f"  {impl:<16} {math.exp(sum(map(math.log, s)) / len(s)):.2f}x "
                   f"over {len(s)} group(s)")
+    groups: dict[tuple, dict[str, float]] = {}
+    for r in records:
+        if r["status"] == "ok" and r["seconds"] and r["n"] >= 1 << 20:
+            groups.setdefault((r["workload"], r["dtype"], r["n"]), {})[r["impl"]] = r["seconds"]
+    ratios = [min(t[p] for p in PEER_IMPLS if p in t) / t["dynexpr"] for t in groups.values()
+              if "dynexpr" in t and any(p in t for p in PEER_IMPLS)]
+    if ratios:
+        print(f"\ndynexpr over the best installed peer ({', '.join(PEER_IMPLS)}) at 1M elements "
+              f"and up: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}x geometric "
+              f"mean over {len(ratios)} group(s)")
+    tuned = [t["dynexpr"] / t["dynexpr_autotune"] for t in groups.values()
+             if "dynexpr" in t and "dynexpr_autotune" in t]
+    if tuned:
+        print(f"max-autotune over the default schedule at 1M elements and up: "
+              f"{math.exp(sum(map(math.log, tuned)) / len(tuned)):.2f}x geometric mean over "
+              f"{len(tuned)} group(s)")
 
 
 def write_plots(records: list[dict], folder: str) -> None:

@@ -46,7 +46,9 @@ def capture(
 
     backend    "cpu" (compiled C++ kernels), "eager" (the captured graph run op by op
                with NumPy), or a callable(graph, example_inputs) -> f(*inputs) -> outputs
-    mode       "default"
+    mode       "default" (the parallel schedule from a heuristic) or "max-autotune" (each
+               new kernel compiles at once and times a few schedules on the first call's
+               inputs; the fastest is kept in the cache for later processes)
     dynamic    None: the first call is specialised to its shapes; a dimension seen with a
                second extent is dynamic in the recompiled entry (a third extent reuses
                it). True: every dimension of size >= 2 is dynamic from the start.

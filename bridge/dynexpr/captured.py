@@ -37,7 +37,7 @@ from .segments import Segments
 
 CacheInfo = namedtuple("CacheInfo", "hits misses compiles entries")
 BACKENDS = ("cpu", "eager")
-MODES = ("default",)
+MODES = ("default", "max-autotune")
 
 
 class DynexprWarning(UserWarning):
@@ -314,7 +314,7 @@ class CapturedFunction:
             compiled = backend(graph, example_inputs)
         elif backend == "cpu" and _cpu_available():
             try:
-                compiled = self._compile_cpu(graph)
+                compiled = self._compile_cpu(graph, example_inputs)
             except NotImplementedError as e:  # a valid graph the compiled backend lacks
                 warn_once(
                     ("cpu-missing", str(e)),
@@ -340,13 +340,19 @@ class CapturedFunction:
             )
         return compiled
 
-    def _compile_cpu(self, graph) -> Callable:
+    def _compile_cpu(self, graph, example_inputs: list) -> Callable:
         """The kernel, when the cache holds it or compiling now is wanted; else a background.Tiered
-        that runs NumPy until the background compile is done (Note [tiered first call])."""
-        from . import background, runtime
+        that runs NumPy until the background compile is done (Note [tiered first call]).
+        mode="max-autotune" compiles now and times its schedules (autotune.py)."""
+        from . import autotune, background, runtime
 
         plan = runtime.plan(graph, fuse=self.fuse)
         ready = runtime.cached(plan)
+        if self.mode == "max-autotune":
+            fn = (ready or runtime.finish(plan)).fn
+            autotune.tune(fn, plan.key, example_inputs, autotune.written_inputs(graph),
+                          self._fn.__qualname__)
+            return fn
         if ready is not None:
             return ready.fn
         if not config.background_compile:

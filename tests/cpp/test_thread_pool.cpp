@@ -145,6 +145,29 @@ TEST_CASE("below the threshold, one thread, or one chunk: fn(0, n) inline on the
   CHECK_FALSE(par::in_worker());
 }
 
+TEST_CASE("a thread's schedule caps the threads and sets the chunks per thread") {
+  par::set_num_threads(4);
+  par::schedule& s = par::thread_schedule();
+  const auto caller = std::this_thread::get_id();
+  s = {1, 0};  // inline on the caller, however large the work
+  auto chunks = run_and_check(100000, 1, 1, force_pool);
+  REQUIRE(chunks.size() == 1);
+  CHECK(chunks[0].thread == caller);
+  s = {2, 1};  // planned for 2 threads, one chunk each
+  chunks = run_and_check(100000, 1, 1, force_pool);
+  CHECK(chunks.size() == 2);
+  s = {0, 16};  // the pool's 4 threads, 16 chunks each
+  chunks = run_and_check(100000, 1, 1, force_pool);
+  CHECK(chunks.size() == 64);
+  // Another thread's schedule is its own: the default (4 per thread) there.
+  std::size_t other = 0;
+  std::thread([&] { other = run_and_check(100000, 1, 1, force_pool).size(); }).join();
+  CHECK(other == 16);
+  s = {};
+  CHECK(run_and_check(100000, 1, 1, force_pool).size() == 16);
+  CHECK(par::detail::plan_chunks(1000, 1, 1, 2, 3).count == 6);
+}
+
 TEST_CASE("the pool uses its workers, and never more threads than num_threads") {
   par::set_num_threads(4);
   std::set<std::thread::id> seen;

@@ -69,6 +69,18 @@ void parallel_for(index_t n, index_t grain, index_t align, double work, F&& fn);
 /// True on a pool worker thread (false on the thread that called parallel_for).
 bool in_worker();
 
+/// A schedule for the parallel_for calls one thread makes, chosen by timing
+/// (mode="max-autotune" in bridge/dynexpr/autotune.py). `threads` caps the threads a pooled
+/// call plans its chunks for (1: inline; 0: the pool's size); `chunks_per_thread` sets how
+/// many chunks each planned thread gets (0: the default, 4).
+struct schedule {
+  int threads = 0;
+  int chunks_per_thread = 0;
+};
+
+/// This thread's schedule (one per thread, shared by every unit of the process).
+schedule& thread_schedule();
+
 inline constexpr int max_threads = 4096;
 
 // Measured with bench/pool_handoff.cpp (g++ 12 -O2 -march=native; 2-vCPU AMD EPYC Zen 3 KVM
@@ -95,7 +107,8 @@ index_t parse_threshold(const char* text, index_t fallback) noexcept;
 struct chunk_plan {
   index_t chunk, count;
 };
-chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threads) noexcept;
+chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threads,
+                       int per_thread = 4) noexcept;
 
 /// The type-erased body: no std::function, so a call allocates nothing.
 using chunk_fn = void (*)(void* ctx, index_t begin, index_t end);
@@ -229,11 +242,12 @@ inline index_t parse_threshold(const char* text, index_t fallback) noexcept {
 
 inline index_t ceil_div(index_t a, index_t b) noexcept { return a / b + (a % b != 0); }
 
-inline chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threads) noexcept {
-  // About 4 chunks per thread: enough that a thread which starts late (a worker waking from
-  // sleep) or runs slower takes fewer chunks, few enough that the per-chunk atomics and the
-  // ragged vector tail of each chunk stay negligible.
-  const index_t target = index_t{4} * threads;
+inline chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threads,
+                              int per_thread) noexcept {
+  // About 4 chunks per thread by default: enough that a thread which starts late (a worker
+  // waking from sleep) or runs slower takes fewer chunks, few enough that the per-chunk
+  // atomics and the ragged vector tail of each chunk stay negligible.
+  const index_t target = index_t{per_thread > 0 ? per_thread : 4} * threads;
   const index_t chunk = std::max({ceil_div(n, target), grain, index_t{1}});
   const index_t units = ceil_div(chunk, align);
   if (units >= ceil_div(n, align)) return {n, 1};  // also avoids units * align overflowing
@@ -438,6 +452,11 @@ DYNEXPR_RT_FN index_t inline_threshold() {
 }
 
 DYNEXPR_RT_FN bool in_worker() { return detail::t_worker; }
+
+DYNEXPR_RT_FN schedule& thread_schedule() {
+  static thread_local schedule s;
+  return s;
+}
 #endif  // !DYNEXPR_RUNTIME_EXTERN
 
 template <class F>
@@ -460,9 +479,12 @@ void parallel_for(index_t n, index_t grain, index_t align, double work, F&& fn) 
       return;
     }
     auto& pool = detail::thread_pool::instance();
-    const int threads = pool.size();
+    const schedule& sched = thread_schedule();
+    int threads = pool.size();
+    if (sched.threads > 0 && sched.threads < threads) threads = sched.threads;
     if (threads > 1) {
-      const detail::chunk_plan plan = detail::plan_chunks(n, grain, align, threads);
+      const detail::chunk_plan plan =
+          detail::plan_chunks(n, grain, align, threads, sched.chunks_per_thread);
       void* ctx = const_cast<void*>(static_cast<const void*>(std::addressof(fn)));
       if (plan.count > 1 && pool.try_run(n, plan.chunk, plan.count, &detail::call_chunk<Fn>, ctx))
         return;
