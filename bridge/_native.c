@@ -26,6 +26,9 @@
  *
  *   select(entries, args, fn=None)  the value of the first (GuardSet, value) entry whose
  *       guards hold, or None: a code object's list of cache entries, checked in C.
+ *
+ *   buffer_cache(), trim_buffers()  the freed output buffers kept for the next outputs
+ *       of the same size (Note [output buffer cache]).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -60,6 +63,129 @@ static int dx_code_of(PyArray_Descr* d) {
     case 'f': return n == 4 ? DX_FLOAT32 : n == 8 ? DX_FLOAT64 : -1;
     default: return -1;
   }
+}
+
+/* ==================================================================== outputs */
+/* Note [output buffer cache]
+ * A kernel's output is a new array each call, as NumPy's semantics want. A large one
+ * (from DX_CACHE_MIN bytes) comes from fresh pages whenever glibc has handed the last
+ * one back to the system (an mmap per call, or a heap trimmed after other large frees):
+ * the page faults and zeroing of a 4 MiB output cost a quarter of a millisecond, more
+ * than the arithmetic of many kernels. So outputs are allocated through NumPy's memory
+ * handler API with an allocator that keeps freed output buffers (up to DX_CACHE_SLOTS
+ * of them and $DYNEXPR_BUFFER_CACHE_MB, default 256 MiB) and gives one of the same size
+ * back to the next output: pages already faulted in, nothing else shared. Arrays made
+ * this way are ordinary NumPy arrays; NumPy frees them through the same handler. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#define DX_CACHE_MIN ((size_t)1 << 20)
+#define DX_CACHE_SLOTS 16
+#define DX_HDR 64 /* a header holding the size; keeps the data 64-byte aligned */
+
+static struct {
+  pthread_mutex_t mu;
+  void* base[DX_CACHE_SLOTS];
+  size_t size[DX_CACHE_SLOTS];
+  size_t bytes, cap;
+  unsigned long long reused, fresh;
+} dx_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void* dx_take(size_t n) {
+  void* base = NULL;
+  pthread_mutex_lock(&dx_cache.mu);
+  for (int i = 0; i < DX_CACHE_SLOTS; ++i) {
+    if (dx_cache.base[i] && dx_cache.size[i] == n) {
+      base = dx_cache.base[i];
+      dx_cache.base[i] = NULL;
+      dx_cache.bytes -= n;
+      break;
+    }
+  }
+  if (base) ++dx_cache.reused; else ++dx_cache.fresh;
+  pthread_mutex_unlock(&dx_cache.mu);
+  return base;
+}
+
+static int dx_keep(void* base, size_t n) {
+  int kept = 0;
+  pthread_mutex_lock(&dx_cache.mu);
+  if (n >= DX_CACHE_MIN && dx_cache.bytes + n <= dx_cache.cap) {
+    for (int i = 0; i < DX_CACHE_SLOTS; ++i) {
+      if (!dx_cache.base[i]) {
+        dx_cache.base[i] = base;
+        dx_cache.size[i] = n;
+        dx_cache.bytes += n;
+        kept = 1;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&dx_cache.mu);
+  return kept;
+}
+
+static void* dx_malloc(void* ctx, size_t n) {
+  (void)ctx;
+  void* base = dx_take(n);
+  if (!base && posix_memalign(&base, DX_HDR, n + DX_HDR) != 0) return NULL;
+  *(size_t*)base = n;
+  return (char*)base + DX_HDR;
+}
+
+static void dx_free(void* ctx, void* p, size_t n) {
+  (void)ctx;
+  (void)n; /* the header has the allocated size (NumPy passes its own view of it) */
+  if (!p) return;
+  void* base = (char*)p - DX_HDR;
+  if (!dx_keep(base, *(size_t*)base)) free(base);
+}
+
+static void* dx_calloc(void* ctx, size_t nelem, size_t elsize) {
+  if (elsize && nelem > SIZE_MAX / elsize) return NULL;
+  void* p = dx_malloc(ctx, nelem * elsize);
+  if (p) memset(p, 0, nelem * elsize);
+  return p;
+}
+
+static void* dx_realloc(void* ctx, void* p, size_t n) {
+  if (!p) return dx_malloc(ctx, n);
+  const size_t old = *(size_t*)((char*)p - DX_HDR);
+  void* q = dx_malloc(ctx, n);
+  if (!q) return NULL;
+  memcpy(q, p, old < n ? old : n);
+  dx_free(ctx, p, old);
+  return q;
+}
+
+static PyDataMem_Handler dx_handler = {
+    "dynexpr_output_cache", 1, {NULL, dx_malloc, dx_calloc, dx_realloc, dx_free}};
+static PyObject* dx_handler_capsule; /* the "mem_handler" capsule of dx_handler */
+
+static PyObject* native_buffer_cache(PyObject* mod, PyObject* args) {
+  (void)mod;
+  (void)args;
+  pthread_mutex_lock(&dx_cache.mu);
+  int held = 0;
+  for (int i = 0; i < DX_CACHE_SLOTS; ++i) held += dx_cache.base[i] != NULL;
+  PyObject* r = Py_BuildValue("{s:i,s:n,s:n,s:K,s:K}", "buffers", held, "bytes",
+                              (Py_ssize_t)dx_cache.bytes, "cap", (Py_ssize_t)dx_cache.cap,
+                              "reused", dx_cache.reused, "fresh", dx_cache.fresh);
+  pthread_mutex_unlock(&dx_cache.mu);
+  return r;
+}
+
+static PyObject* native_trim_buffers(PyObject* mod, PyObject* args) {
+  (void)mod;
+  (void)args;
+  pthread_mutex_lock(&dx_cache.mu);
+  for (int i = 0; i < DX_CACHE_SLOTS; ++i) {
+    free(dx_cache.base[i]);
+    dx_cache.base[i] = NULL;
+  }
+  dx_cache.bytes = 0;
+  pthread_mutex_unlock(&dx_cache.mu);
+  Py_RETURN_NONE;
 }
 
 /* ================================================================== Kernel */
@@ -347,9 +473,22 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
   for (int32_t k = 0; k < n_out; ++k) {
     const out_spec* s = &self->outs[k];
     npy_intp dims[DX_MAX_RANK];
-    for (int j = 0; j < s->ndim; ++j)
+    size_t nbytes = s->code <= DX_UINT8 ? 1 : s->code == DX_INT32 || s->code == DX_FLOAT32 ? 4 : 8;
+    for (int j = 0; j < s->ndim; ++j) {
       dims[j] = s->src_in[j] < 0 ? s->dim[j] : PyArray_DIMS(arr[s->src_in[j]])[s->src_axis[j]];
+      nbytes *= dims[j] > 0 ? (size_t)dims[j] : 0;
+    }
+    PyObject* saved = NULL; /* Note [output buffer cache] */
+    if (nbytes >= DX_CACHE_MIN && dx_cache.cap) {
+      saved = PyDataMem_SetHandler(dx_handler_capsule);
+      if (!saved) goto done;
+    }
     PyArrayObject* a = (PyArrayObject*)PyArray_SimpleNew(s->ndim, dims, dx_typenum[s->code]);
+    if (saved) {
+      PyObject* ours = PyDataMem_SetHandler(saved);
+      Py_DECREF(saved);
+      Py_XDECREF(ours);
+    }
     if (!a) goto done;
     outa[n_made++] = a;
     int64_t* st = out_st + (size_t)k * DX_MAX_RANK;
@@ -1083,6 +1222,11 @@ static PyMethodDef native_methods[] = {
     {"select", (PyCFunction)(void (*)(void))native_select, METH_FASTCALL,
      "select(entries, args, fn=None) -> value of the first (GuardSet, value) entry whose "
      "guards hold, or None"},
+    {"buffer_cache", native_buffer_cache, METH_NOARGS,
+     "buffer_cache() -> {buffers, bytes, cap, reused, fresh}: the freed output buffers kept "
+     "for reuse (Note [output buffer cache] in bridge/_native.c)"},
+    {"trim_buffers", native_trim_buffers, METH_NOARGS,
+     "trim_buffers(): give the kept output buffers back to the system"},
     {0},
 };
 
@@ -1101,6 +1245,10 @@ PyMODINIT_FUNC PyInit__native(void) {
   may_share_memory = PyObject_GetAttrString(np, "may_share_memory");
   Py_DECREF(np);
   if (!may_share_memory) return NULL;
+  const char* mb = getenv("DYNEXPR_BUFFER_CACHE_MB");
+  dx_cache.cap = (size_t)(mb && *mb ? strtoull(mb, NULL, 10) : 256) << 20;
+  dx_handler_capsule = PyCapsule_New(&dx_handler, "mem_handler", NULL);
+  if (!dx_handler_capsule) return NULL;
   if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&GuardSetType) < 0) return NULL;
   PyObject* m = PyModule_Create(&native_module);
   if (!m) return NULL;

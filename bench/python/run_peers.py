@@ -15,7 +15,9 @@ For each workload, dtype and size, every implementation is built fresh and calle
 kernel, which the note says), its result compared with NumPy's (a mismatch is a WRONG row
 and exit status 1), called once more to warm up, then timed: `reps` rounds, each calling
 every implementation once in an order rotated by one per round, so that drift hits all
-alike; a call shorter than the minimum sample is batched. `time` is the median sample.
+alike, each sample after a 10 ms pause and one untimed call (so that the threads another
+library leaves spinning do not slow the next); a call shorter than the minimum sample is
+batched. `time` is the median sample.
 GB/s counts each input read once and the output written once (what a fused kernel moves);
 `%triad` relates it to a NumPy triad measured at the start of the same process: it says
 how close a call comes to streaming from memory at sizes beyond the caches, and passes
@@ -49,6 +51,7 @@ from workloads import Workload, by_name  # noqa: E402
 IMPLS = ("numpy", "dynexpr", "dynexpr_unfused", "dynexpr_autotune", "numexpr", "torch_compile",
          "jax", "numba")
 PEER_IMPLS = ("numexpr", "torch_compile", "jax", "numba")
+SETTLE = 0.01  # seconds of quiet before each timed sample (see measure_group)
 QUICK_WORKLOADS = "gelu,black_scholes,softmax_rows,sum_squares"
 PROBE_BYTES = 64 << 20  # per array of the bandwidth probe: far beyond the last-level cache
 # (rtol, atol) per result dtype; atol is relative to the largest |expected| value, so that
@@ -153,6 +156,11 @@ def measure_group(w: Workload, dtype: str, n: int, impls: list[str], status: dic
     order = list(calls)
     for r in range(reps):
         for k in order[r % len(order):] + order[: r % len(order)]:
+            # Another library's threads (XLA's, Numba's, dynexpr's) spin for a while after
+            # its call; on a machine with few cores they would slow whoever runs next.
+            # Every implementation gets the same pause, then one untimed call, alone.
+            time.sleep(SETTLE)
+            calls[k]()
             samples[k].append(_timed(calls[k], batch[k]))
     for row in rows:
         if row.impl in samples:

@@ -125,14 +125,17 @@ class Segments:
             for _, e in entries:
                 if e.guards.holds(state, fn):
                     return e, state
-        if len(entries) >= config.recompile_limit or self.entries >= 8 * config.recompile_limit:
+        limit = config.recompile_limit
+        if len(entries) >= limit or self.entries >= 8 * limit:
             from .captured import warn_once
 
+            where = (f"more than {limit} captures at one place" if len(entries) >= limit else
+                     f"more than {8 * limit} captures in all")
             warn_once((id(self.owner), "resume"),
-                      f"dynexpr: {fn.__qualname__}: the code after a graph break needed more than "
-                      f"{config.recompile_limit} captures at one place (a loop whose values the "
-                      "captured code depends on?); from there on, calls run it as plain Python. "
-                      "Raise dynexpr.config.recompile_limit, or move the break out of the loop")
+                      f"dynexpr: {fn.__qualname__}: the code after a graph break needed {where} "
+                      "(a loop whose values the captured code depends on?); from there on, "
+                      "calls run it as plain Python. Raise dynexpr.config.recompile_limit, or "
+                      "move the break out of the loop")
             return None, None
         entry = self._new(fn, key, state, entries)
         if entry is None:

@@ -1,0 +1,63 @@
+"""Large kernel outputs reuse freed output buffers (Note [output buffer cache] in
+bridge/_native.c): each call still returns a new array of its own."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dynexpr
+from compare import assert_same
+
+_native = pytest.importorskip("dynexpr._native")
+N = 1 << 18  # float64: 2 MiB outputs, above the cache's 1 MiB floor
+
+
+def scaled(x):
+    return x * 2.0 + 1.0
+
+
+def test_outputs_reuse_freed_buffers_and_stay_distinct():
+    f = dynexpr.capture(scaled)
+    x = np.linspace(0, 1, N)
+    f(x)
+    _native.trim_buffers()
+    before = _native.buffer_cache()
+    a = f(x)
+    b = f(x)  # a is alive: b must get memory of its own
+    assert not np.shares_memory(a, b)
+    assert_same(scaled(x), a)
+    assert_same(scaled(x), b)
+    del a, b
+    assert _native.buffer_cache()["buffers"] >= 1
+    c = f(x)
+    after = _native.buffer_cache()
+    assert after["reused"] > before["reused"]
+    assert_same(scaled(x), c)
+    c[:] = -1  # the caller owns it: writes land only there
+    assert_same(scaled(x), f(x))
+
+
+def test_numpy_can_resize_and_free_an_output():
+    f = dynexpr.capture(scaled)
+    r = f(np.linspace(0, 1, N))
+    r.resize(2 * N, refcheck=False)  # the handler's realloc
+    assert r.shape == (2 * N,) and r[N - 1] == 3.0 and r[N] == 0.0
+    del r
+    _native.trim_buffers()
+    assert _native.buffer_cache()["bytes"] == 0
+
+
+def test_the_cache_can_be_turned_off():
+    prog = ("import numpy as np, dynexpr; from dynexpr import _native; "
+            "dynexpr.config.background_compile = False; "
+            "f = dynexpr.capture(lambda x: x * 2.0 + 1.0); x = np.ones(1 << 18); "
+            "[f(x) for _ in range(3)]; print(_native.buffer_cache()['cap'], "
+            "_native.buffer_cache()['buffers'])")
+    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                       env=dict(os.environ, DYNEXPR_BUFFER_CACHE_MB="0"), timeout=600,
+                       check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["0", "0"]
