@@ -73,22 +73,27 @@ static int dx_code_of(PyArray_Descr* d) {
  * the page faults and zeroing of a 4 MiB output cost a quarter of a millisecond, more
  * than the arithmetic of many kernels. So outputs are allocated through NumPy's memory
  * handler API with an allocator that keeps freed output buffers (up to DX_CACHE_SLOTS
- * of them and $DYNEXPR_BUFFER_CACHE_MB, default 256 MiB) and gives one of the same size
- * back to the next output: pages already faulted in, nothing else shared. Arrays made
+ * of them and $DYNEXPR_BUFFER_CACHE_MB, default 256 MiB; the oldest make room) and gives
+ * one of the same size back to the next output: pages already faulted in, nothing else
+ * shared. A fresh buffer of 4 MiB and more asks for huge pages, as NumPy's own do. Arrays made
  * this way are ordinary NumPy arrays; NumPy frees them through the same handler. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #define DX_CACHE_MIN ((size_t)1 << 20)
 #define DX_CACHE_SLOTS 16
 #define DX_HDR 64 /* a header holding the size; keeps the data 64-byte aligned */
 
+#define DX_HUGE ((size_t)4 << 20) /* from here fresh buffers ask for huge pages, as NumPy's */
+
 static struct {
   pthread_mutex_t mu;
   void* base[DX_CACHE_SLOTS];
   size_t size[DX_CACHE_SLOTS];
+  unsigned long long age[DX_CACHE_SLOTS]; /* when kept: the oldest goes first */
   size_t bytes, cap;
-  unsigned long long reused, fresh;
+  unsigned long long reused, fresh, clock;
 } dx_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void* dx_take(size_t n) {
@@ -107,28 +112,50 @@ static void* dx_take(size_t n) {
   return base;
 }
 
+/* Keeps a freed buffer, evicting the oldest kept ones while it does not fit (the last
+ * sizes used are the likely next ones); 0 when it is not kept. */
 static int dx_keep(void* base, size_t n) {
-  int kept = 0;
+  if (n < DX_CACHE_MIN || n > dx_cache.cap) return 0;
+  void* evicted[DX_CACHE_SLOTS];
+  int n_evicted = 0, slot = -1;
   pthread_mutex_lock(&dx_cache.mu);
-  if (n >= DX_CACHE_MIN && dx_cache.bytes + n <= dx_cache.cap) {
+  for (;;) {
+    slot = -1;
+    int oldest = -1;
     for (int i = 0; i < DX_CACHE_SLOTS; ++i) {
       if (!dx_cache.base[i]) {
-        dx_cache.base[i] = base;
-        dx_cache.size[i] = n;
-        dx_cache.bytes += n;
-        kept = 1;
-        break;
+        if (slot < 0) slot = i;
+      } else if (oldest < 0 || dx_cache.age[i] < dx_cache.age[oldest]) {
+        oldest = i;
       }
     }
+    if (slot >= 0 && dx_cache.bytes + n <= dx_cache.cap) break;
+    if (oldest < 0) break; /* cannot happen: n <= cap */
+    evicted[n_evicted++] = dx_cache.base[oldest];
+    dx_cache.bytes -= dx_cache.size[oldest];
+    dx_cache.base[oldest] = NULL;
+  }
+  if (slot >= 0) {
+    dx_cache.base[slot] = base;
+    dx_cache.size[slot] = n;
+    dx_cache.age[slot] = ++dx_cache.clock;
+    dx_cache.bytes += n;
   }
   pthread_mutex_unlock(&dx_cache.mu);
-  return kept;
+  for (int i = 0; i < n_evicted; ++i) free(evicted[i]);
+  return slot >= 0;
 }
 
 static void* dx_malloc(void* ctx, size_t n) {
   (void)ctx;
   void* base = dx_take(n);
-  if (!base && posix_memalign(&base, DX_HDR, n + DX_HDR) != 0) return NULL;
+  if (!base) {
+    const size_t align = n >= DX_HUGE ? (size_t)2 << 20 : DX_HDR;
+    if (posix_memalign(&base, align, n + DX_HDR) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (n >= DX_HUGE) madvise(base, (n + DX_HDR) & ~(((size_t)2 << 20) - 1), MADV_HUGEPAGE);
+#endif
+  }
   *(size_t*)base = n;
   return (char*)base + DX_HDR;
 }

@@ -40,6 +40,20 @@ def test_outputs_reuse_freed_buffers_and_stay_distinct():
     assert_same(scaled(x), f(x))
 
 
+def test_old_sizes_make_room_for_the_sizes_in_use():
+    small = dynexpr.capture(scaled)
+    x = np.linspace(0, 1, N)
+    keep = [small(x) for _ in range(20)]  # 20 buffers of one size: more than the slots
+    del keep
+    assert _native.buffer_cache()["buffers"] == 16
+    big = np.linspace(0, 1, 2 * N)
+    small(big)
+    before = _native.buffer_cache()["reused"]
+    for _ in range(3):
+        assert_same(scaled(big), small(big))
+    assert _native.buffer_cache()["reused"] >= before + 3  # the new size was kept
+
+
 def test_numpy_can_resize_and_free_an_output():
     f = dynexpr.capture(scaled)
     r = f(np.linspace(0, 1, N))
