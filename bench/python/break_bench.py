@@ -13,13 +13,10 @@ break faster than plain NumPy at 1M elements.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import statistics
 
 import numpy as np
-from dynamic_bench import median_s, parse_size
+from alternating import arguments, measure, parse_size, write_json
 
 import dynexpr
 
@@ -41,37 +38,14 @@ def without_break(x, y):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1K,64K,1M")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args()
+    args = arguments(__doc__)
     sizes = [parse_size(s) for s in args.sizes.split(",")]
-    broken = dynexpr.capture(with_break)
-    whole = dynexpr.capture(without_break)
-    rng = np.random.default_rng(0)
-    rows = []
-    for n in sizes:
-        x = rng.standard_normal(n).astype(np.float32)
-        y = rng.standard_normal(n).astype(np.float32)
-        want = with_break(x, y)
-        for f in (broken, whole):
-            f(x, y)
-        dynexpr.synchronize()  # time the compiled kernels, not the NumPy tier
-        for f in (broken, whole):
-            got = f(x, y)
-            assert got.dtype == want.dtype and got.shape == want.shape
-            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-        calls = max(5, min(2000, (1 << 24) // max(n, 1) // 8))
-        t = {"break": [], "no_break": [], "numpy": []}
-        for _ in range(args.rounds):
-            t["break"].append(median_s(broken, (x, y), calls))
-            t["no_break"].append(median_s(whole, (x, y), calls))
-            t["numpy"].append(median_s(with_break, (x, y), calls))
-        med = {k: statistics.median(v) for k, v in t.items()}
-        rows.append({"n": n, **{f"{k}_s": v for k, v in med.items()},
-                     "break_over_no_break": med["break"] / med["no_break"],
-                     "numpy_over_break": med["numpy"] / med["break"]})
+    rows = measure({"break": dynexpr.capture(with_break),
+                    "no_break": dynexpr.capture(without_break)}, with_break, sizes,
+                   args.rounds, rtol=1e-4, atol=1e-5)
+    for r in rows:
+        r["break_over_no_break"] = r["break_s"] / r["no_break_s"]
+        r["numpy_over_break"] = r["numpy_s"] / r["break_s"]
     ex = dynexpr.explain(with_break, np.ones(8, np.float32), np.ones(8, np.float32))
     print(f"two 10-op float32 chains, one .item() between; {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}; with the break: {ex.graph_count} graphs, "
@@ -82,10 +56,7 @@ def main() -> None:
         print(f"{r['n']:>10} {r['break_s'] * 1e6:>9.1f}us {r['no_break_s'] * 1e6:>9.1f}us "
               f"{r['numpy_s'] * 1e6:>9.1f}us {r['break_over_no_break']:>8.2f}x "
               f"{r['numpy_over_break']:>11.2f}x")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+    write_json(rows, args.json)
 
 
 if __name__ == "__main__":
