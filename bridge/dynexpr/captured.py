@@ -28,6 +28,7 @@ from . import eager, logs
 from .capture import GraphBreakError, InternalError, Unsupported, translate
 from .capture.calls import BindError, bind_call
 from .capture.concrete import not_resumable
+from .capture.resume import build
 from .config import config
 from .explain import recompile_lines
 from .capture import dynamic
@@ -205,7 +206,7 @@ class CapturedFunction:
             return outs[entry.direct]
         if entry.resume is not None:
             return self._segments.finish(entry, outs, bound)
-        return _build(entry.template, outs, bound, self._fn)
+        return build(entry.template, outs, bound, self._fn)
 
     def _miss(self, bound: list, args: tuple, kwargs: dict) -> Any:
         fn = self._fn
@@ -477,32 +478,6 @@ def _summary(entry: Entry) -> str:
 
 def _nothing(*_: Any) -> tuple:
     return ()
-
-
-def _build(t: tuple, outs: tuple, bound: list, fn: Any) -> Any:
-    kind = t[0]
-    if kind == "out":
-        a = outs[t[1]]
-        if t[2] == "scalar":
-            return a[()]
-        return np.array(a, copy=True) if t[3] else a
-    if kind == "src":
-        return resolve(t[1], bound, fn)
-    if kind == "view":
-        a = resolve(t[1], bound, fn)
-        for op, attrs in t[2]:
-            a = eager.apply_view(op, dict(attrs), a)
-        return a
-    if kind == "const":
-        v = t[1]
-        return type(v)(v) if isinstance(v, (list, dict, set)) else v
-    if kind == "tuple":
-        return tuple(_build(c, outs, bound, fn) for c in t[1])
-    if kind == "list":
-        return [_build(c, outs, bound, fn) for c in t[1]]
-    if kind == "dict":
-        return {k: _build(c, outs, bound, fn) for k, c in t[1]}
-    raise InternalError(f"dynexpr: unknown output template {kind!r}")
 
 
 def reset() -> None:

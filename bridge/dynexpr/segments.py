@@ -38,14 +38,6 @@ _COMPUTING = {"CALL", "CALL_KW", "CALL_FUNCTION_EX", "BINARY_OP", "BINARY_SUBSCR
               "UNARY_INVERT", "UNARY_POSITIVE", "CONTAINS_OP"}
 
 
-def _build(template: tuple, outs: tuple, state: Any, fn: Any) -> Any:
-    from .captured import _build as build_result
-
-    global _build
-    _build = build_result  # captured.py imports this module: bind on first use
-    return build_result(template, outs, state, fn)
-
-
 class Segments:
     """The resume points of one captured function."""
 
@@ -94,7 +86,7 @@ class Segments:
             outs = (seg.compiled(*fetch(state)) if fetch is not None else
                     seg.compiled(*[get(state, fn) for get in seg.input_getters]))
             if r is None:
-                return _build(seg.template, outs, state, fn)
+                return build(seg.template, outs, state, fn)
             self._restore(run, seg, outs, state)
 
     def _restore(self, run: Run, entry, outs: tuple, state: Any) -> None:

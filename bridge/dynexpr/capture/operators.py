@@ -16,7 +16,6 @@ from .arrays import ArrayVar
 from .errors import graph_break
 from .infer import ask
 from .variables import (
-    ScalarInputVar,
     DictVar,
     FunctionVar,
     IteratorVar,
@@ -24,6 +23,7 @@ from .variables import (
     NestedFunctionVar,
     ObjectVar,
     PyVar,
+    ScalarInputVar,
     TupleVar,
     Var,
 )

@@ -31,7 +31,7 @@ from .arrays import ArrayVar
 from .builder import Context
 from .concrete import NULL as REAL_NULL
 from .concrete import kw_names_before, protected
-from .errors import BreakReason, Unsupported, graph_break
+from .errors import BreakReason, InternalError, Unsupported, graph_break
 from .frame import LazyArg
 from .np_table import QuietErrors
 from .output import Translation, _Outputs, _rebuild, finalize
@@ -235,16 +235,21 @@ def finalize_state(ctx: Context, e: Unsupported, ip: int, stack: list, locals_: 
     return Translation(graph, ctx.guards, sources, None, resume)
 
 
-def build(t: tuple, outs: tuple, state: Any, fn: Any, memo: dict) -> Any:
-    """The real object template node t stands for, after the segment's kernel ran."""
+def build(t: tuple, outs: tuple, state: Any, fn: Any, memo: dict | None = None) -> Any:
+    """The real object template node t stands for, after the kernel ran: a captured
+    call's result (output.py's nodes, checked first: every call builds one) or a
+    segment's frame at its break. `memo` holds the shared objects ("new") built so far
+    in this call; a result has none."""
     kind = t[0]
-    if kind == "src":
-        return resolve(t[1], state, fn)
     if kind == "out":
         a = outs[t[1]]
         if t[2] == "scalar":
             return a[()]
         return np.array(a, copy=True) if t[3] else a
+    if kind == "src":
+        return resolve(t[1], state, fn)
+    if kind == "tuple":
+        return tuple(build(c, outs, state, fn, memo) for c in t[1])
     if kind == "const":
         v = t[1]
         return type(v)(v) if isinstance(v, (list, dict, set)) else v
@@ -254,8 +259,6 @@ def build(t: tuple, outs: tuple, state: Any, fn: Any, memo: dict) -> Any:
         return UNBOUND
     if kind == "ref":
         return memo[t[1]]
-    if kind == "tuple":
-        return tuple(build(c, outs, state, fn, memo) for c in t[1])
     if kind == "new":
         inner = t[2]
         what = inner[0]
@@ -297,7 +300,7 @@ def build(t: tuple, outs: tuple, state: Any, fn: Any, memo: dict) -> Any:
         return [build(c, outs, state, fn, memo) for c in t[1]]
     if kind == "dict":
         return {k: build(c, outs, state, fn, memo) for k, c in t[1]}
-    raise AssertionError(f"dynexpr: unknown state template {kind!r}")
+    raise InternalError(f"dynexpr: unknown output template {kind!r}")
 
 
 __all__ = ["Resume", "run_top", "translate_segment", "build"]
