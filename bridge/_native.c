@@ -51,6 +51,7 @@ _Static_assert(sizeof(npy_intp) == sizeof(int64_t), "dynexpr needs a 64-bit npy_
 
 static const int dx_typenum[6] = {NPY_BOOL,  NPY_UINT8,   NPY_INT32,
                                   NPY_INT64, NPY_FLOAT32, NPY_FLOAT64};
+static const size_t dx_itemsize[6] = {1, 1, 4, 8, 4, 8};
 static const char* dx_name[6] = {"bool", "uint8", "int32", "int64", "float32", "float64"};
 
 /* The abi code of an array's dtype, or -1. */
@@ -500,7 +501,7 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
   for (int32_t k = 0; k < n_out; ++k) {
     const out_spec* s = &self->outs[k];
     npy_intp dims[DX_MAX_RANK];
-    size_t nbytes = s->code <= DX_UINT8 ? 1 : s->code == DX_INT32 || s->code == DX_FLOAT32 ? 4 : 8;
+    size_t nbytes = dx_itemsize[s->code];
     for (int j = 0; j < s->ndim; ++j) {
       dims[j] = s->src_in[j] < 0 ? s->dim[j] : PyArray_DIMS(arr[s->src_in[j]])[s->src_axis[j]];
       nbytes *= dims[j] > 0 ? (size_t)dims[j] : 0;
