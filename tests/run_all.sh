@@ -2,13 +2,15 @@
 # All tests, from a fresh Debian 12 machine (run as root, or with sudo available):
 #   1. installs the Debian packages the build needs, if any is missing;
 #   2. build/      : release build with -Dwerror=true, then `meson test`;
+#      build-cross/: the same sources compiled (not run) with werror for the other ISA level
+#                    (AVX2 on an AVX-512 host, AVX-512 elsewhere);
 #   3. build-asan/ : AddressSanitizer + UndefinedBehaviorSanitizer build (-O0 -g): the core,
 #                    thread-pool and SIMD-math suites; with --full, every suite (CI time:
 #                    see the note at step 3);
 #   4. consumers   : installs into build-install/prefix, then builds and runs
 #                    tests/consumer/main.cpp through `pkg-config --cflags dynexpr` (make),
 #                    and as a Meson parent project via pkg-config and via a subproject.
-#   5. Python      : venv .venv/ (CPython 3.11) and .venv-3.12/, NumPy 2.x from PyPI,
+#   5. Python      : venv .venv/ (CPython 3.11), .venv-3.12/ and .venv-3.13/, NumPy 2.x from PyPI,
 #                    `pip install .` of this checkout, then pytest tests/python on each
 #                    (kernels compile into build-kernel-cache/, shared by both runs).
 # Exits non-zero on any failure; the last line is "N passed, N failed" (meson tests of
@@ -183,6 +185,22 @@ log "test: build/"
 run_tests build
 
 # ---------------------------------------------------------------------------------------
+# 2b. The other ISA level, compile only (nothing runs: the host may lack it). GCC's warnings
+#     depend on the target (Eigen's AVX-512 kernels warn where its AVX2 ones do not), so a
+#     werror build that passes on this host must also pass where CI's next machine differs:
+#     on an AVX-512 host the check compiles for AVX2 (haswell), elsewhere for AVX-512
+#     (skylake-avx512). meson.build checks that Highway really targets that level.
+# ---------------------------------------------------------------------------------------
+STAGE="build-cross"
+if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then CROSS_MARCH=haswell; else CROSS_MARCH=skylake-avx512; fi
+log "configure + compile only: build-cross/ (werror, -march=$CROSS_MARCH)"
+rm -rf build-cross
+meson setup build-cross -Dwerror=true -Dpython=false -Dmarch="$CROSS_MARCH"
+meson compile -C build-cross -j "$JOBS"
+echo "run_all: every C++ test, example and benchmark compiled with werror for -march=$CROSS_MARCH"
+EXTRA_PASSED=$((EXTRA_PASSED + 1))
+
+# ---------------------------------------------------------------------------------------
 # 3. Sanitizers, at -O0 -g (buildtype=debug, asserts on). Compile time decides the
 #    level: g++ 12 with -fsanitize=address,undefined is several times slower at -Og/-O2
 #    than at -O0 on these template-heavy files (measured, CPU seconds: test_eigen.cpp
@@ -273,12 +291,12 @@ consumer_meson_subproject() {
 check "meson parent (subproject)" consumer_meson_subproject
 
 # ---------------------------------------------------------------------------------------
-# 5. Python: the bridge on CPython 3.11 (.venv/) and 3.12 (.venv-3.12/).
+# 5. Python: the bridge on CPython 3.11 (.venv/), 3.12 (.venv-3.12/) and 3.13 (.venv-3.13/).
 # ---------------------------------------------------------------------------------------
 source tests/python_env.sh
 export DYNEXPR_CACHE_DIR=$ROOT/build-kernel-cache  # cold for this checkout, shared by both
 rm -rf "$DYNEXPR_CACHE_DIR"
-for ver in 3.11 3.12; do
+for ver in 3.11 3.12 3.13; do
   STAGE="python $ver"
   py=$(python_for "$ver")
   if [[ -z $py ]]; then

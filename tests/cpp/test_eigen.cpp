@@ -2,6 +2,9 @@
 // storage order, any strides), dx::as_eigen of tensors and views, and dx::matmul against
 // a plain triple loop in double (NumPy's np.matmul rules for 1-D, 2-D and batched 3-D
 // operands).
+// dynexpr first: Note [GCC 12 AVX-512 intrinsics under -Wuninitialized].
+#include "dynexpr/dynexpr.hpp"
+
 #include <doctest/doctest.h>
 
 #include <Eigen/Core>
@@ -11,8 +14,6 @@
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include "dynexpr/dynexpr.hpp"
 
 namespace dx = dynexpr;
 

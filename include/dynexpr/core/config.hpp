@@ -12,6 +12,25 @@
 #define HWY_COMPILE_ONLY_STATIC 1
 #endif
 
+// Note [GCC 12 AVX-512 intrinsics under -Wuninitialized]
+// GCC 12's <avx512fintrin.h> builds its "undefined" vectors as `__m512 __Y = __Y;`; once
+// such an intrinsic is inlined into Eigen's AVX-512 kernels (GEBP, ptranspose,
+// predux_half_dowto4), GCC 12 reports -Wuninitialized / -Wmaybe-uninitialized at the
+// intrinsic's line even though it is a system header (GCC PR 105593, fixed in GCC 13), so
+// a -Werror build breaks on AVX-512 hosts only. Diagnostic pragmas apply by source
+// location, so silencing the two warnings around the first inclusion of <immintrin.h>
+// silences them for the intrinsics' own lines and nowhere else: every line of dynexpr
+// (and of the user's code) keeps both warnings. This works only when this header comes
+// before any other include of <immintrin.h> (Eigen, Highway): include dynexpr first.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13 && \
+    (defined(__x86_64__) || defined(__i386__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 #define DYNEXPR_VERSION_MAJOR 0
 #define DYNEXPR_VERSION_MINOR 1
 #define DYNEXPR_VERSION_PATCH 0
