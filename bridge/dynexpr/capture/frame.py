@@ -143,8 +143,8 @@ class Frame:
                     e.at(self.code.co_filename, self._line(), self.code.co_qualname)
                     ctx.pause.paused(e, self, before)
                 self._annotate(e)
-            except InternalError:
-                raise
+            except (InternalError, RecursionError):
+                raise  # RecursionError: Note [the translator's own stack] (captured.py)
             except Exception as e:  # noqa: BLE001 - a bug in dynexpr, said clearly
                 file, line = self.code.co_filename, self._line()
                 raise InternalError(
