@@ -88,6 +88,49 @@ def test_a_generator_used_inside_a_captured_function_is_still_followed(backend):
     assert cf.entries[0].compiled is not None  # captured, not a break entry
 
 
+def test_a_generator_object_that_escapes_is_the_real_generator(backend):
+    def returns_it(x):
+        return gen(x + 1)
+
+    def steps_it(x):
+        g = gen(x)
+        first = next(g)
+        print("between")  # a break while the generator is suspended
+        return first, list(g)
+
+    def throws_into_it(x):
+        return (v for v in gen(x)).throw(KeyError("thrown"))
+
+    got = dynexpr.capture(returns_it, backend=backend)(A)
+    assert isinstance(got, types.GeneratorType)
+    assert_same(list(returns_it(A)), list(got))
+    assert_same(steps_it(A), dynexpr.capture(steps_it, backend=backend)(A))
+    with pytest.raises(KeyError, match="thrown"):
+        dynexpr.capture(throws_into_it, backend=backend)(A)
+
+
+# --- branches on array data (3.13's TO_BOOL) ----------------------------------------------
+
+
+def test_a_comparison_feeding_a_branch_stays_in_the_graph(backend):
+    def branchy(x):
+        if x.max() < 10:
+            y = x * 2
+        else:
+            y = x
+        if not (x.sum() >= 0):
+            y = -y
+        return y + (x > 1).any()
+
+    ex = dynexpr.explain(branchy, A)
+    # the max and its comparison, the sum and its comparison, the product: all in graphs
+    # on every CPython version (3.13's TO_BOOL must not pull the comparison out of them)
+    assert ex.compiled_op_share == 1.0, str(ex)
+    cf = dynexpr.capture(branchy, backend=backend)
+    for x in (A, A * 5, -A - 1):
+        assert_same(branchy(x), cf(x))
+
+
 # --- NumPy attributes are guarded ----------------------------------------------------------
 
 

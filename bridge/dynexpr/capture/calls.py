@@ -106,7 +106,9 @@ def inline(tx, fn: Var, args: list, kwargs: dict) -> Var:
         graph_break(f"TypeError: {e}")
     frame = frame_class()(tx.ctx, code, locals_, cells, frame_globals, globals_src, tx.depth + 1)
     result = frame.run()
-    return IteratorVar(frame.yields) if frame.yields is not None else result
+    if frame.yields is not None:
+        return IteratorVar(frame.yields, generator=code.co_qualname)
+    return result
 
 
 def _real_cell(ctx, cell, source: tuple, name: str) -> CellVar:
