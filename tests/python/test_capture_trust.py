@@ -228,6 +228,7 @@ CASES = [
     (Array, lambda o, x: np.add(o, x)),
     (Bool, lambda o, x: x * 2 if o else x),
     (Prop, lambda o, x: x * 2 + o.v),
+    (GetAttribute, lambda o, x: x * isinstance(o, np.ndarray)),  # asks o for __class__
 ]
 
 
@@ -244,6 +245,14 @@ def test_the_users_exception_is_raised_once_as_in_plain_python(backend, cls, fn)
             cf(cls(), A)
         assert type(got.value) is type(plain.value) and str(got.value) == str(plain.value)
         assert cls.calls == k
+
+
+def test_isinstance_asks_a_mock_for_its_class_as_python_does(backend):
+    def f(o, x):
+        return x * 2 if isinstance(o, np.ndarray) else x
+
+    o = mock.Mock(spec=np.ndarray)  # its __class__ says ndarray
+    assert_same(f(o, A), dynexpr.capture(f, backend=backend)(o, A))
 
 
 # --- recursion --------------------------------------------------------------------------
