@@ -315,4 +315,5 @@ def test_recursive_fibonacci(backend):
     cf = dynexpr.capture(fib, backend=backend)
     for n in (12, 18):  # 18: a call tree of 8361 calls, beyond what is unrolled
         assert_same(fib(A, n), cf(A, n))
+    assert "fib was inlined into itself with array work" in cf.entries[-1].reason.reason
     assert fib_scalar(18) == 2584
