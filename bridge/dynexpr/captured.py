@@ -417,6 +417,7 @@ class CapturedFunction:
         self._entries.clear()
         self._centries = []
         self._dyn.clear()
+        self._deep = None
         self._recompiles.clear()
         self._segments.clear()
         self._hits = self._misses = self._compiles = 0

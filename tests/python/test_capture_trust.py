@@ -150,6 +150,26 @@ def test_a_replaced_numpy_function_is_seen_and_restoring_it_hits_the_cache(backe
     assert cf.cache_info().entries == 2 and cf.cache_info().hits == hits + 1
 
 
+def test_the_c_and_python_guard_checks_agree_on_module_attributes(monkeypatch):
+    from dynexpr import _native
+    from dynexpr.guards import GuardSet
+
+    def f(x):
+        return np.sin(x) + np.linalg.norm(x)
+
+    cf = dynexpr.capture(f, backend="eager")
+    cf(A)
+    guards = cf.entries[0].guards.guards
+    assert any(g.source == ("attr", ("attr", ("global", "np"), "linalg"), "norm")
+               for g in guards)
+    py, c = GuardSet(guards), _native.GuardSet(guards)
+    for patch in (None, (np, "sin"), (np.linalg, "norm"), (np, "linalg")):
+        if patch is not None:
+            monkeypatch.setattr(*patch, types.SimpleNamespace(norm=None))
+        assert py.holds((A,), f) == c.check((A,), f) == (patch is None)
+        monkeypatch.undo()
+
+
 def test_mock_patch_of_a_numpy_function_is_honoured(backend):
     cf = dynexpr.capture(five, backend=backend)
     cf(A)
