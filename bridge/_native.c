@@ -638,15 +638,18 @@ static const char* guard_names[] = {"TYPE",  "DTYPE", "NDIM", "SHAPE",     "STRI
 enum alias_rel { A_SAME, A_OVERLAP, A_DISJOINT };
 
 /* The shape of a guard's source, found once (GuardSet_new) so that the common ones are
- * read without walking the tuple: ("arg", i), ("global", name), and a module attribute
- * ("attr", ("global", name), attr) such as np.exp (capture/attrs.py). */
-enum source_path { P_OTHER, P_ARG, P_GLOBAL, P_GLOBAL_ATTR };
+ * read without walking the tuple: ("arg", i), ("global", name), and attributes of a
+ * global such as np.exp or np.linalg.norm, ("attr", ("attr", ("global", name), a), b)
+ * (Note [module attributes are guarded] in capture/attrs.py). */
+enum source_path { P_OTHER, P_ARG, P_GLOBAL };
+#define MAX_ATTRS 4
 
 typedef struct {
   int kind;
   int path;            /* enum source_path */
-  PyObject* name;      /* P_GLOBAL, P_GLOBAL_ATTR: the global's name (borrowed from source) */
-  PyObject* attr;      /* P_GLOBAL_ATTR: the attribute's name (borrowed from source) */
+  PyObject* name;      /* P_GLOBAL: the global's name (borrowed from source) */
+  int nattrs;          /* P_GLOBAL: then getattr of these names, outermost last */
+  PyObject* attrs[MAX_ATTRS];
   Py_ssize_t arg;      /* >= 0: the source is ("arg", arg), the common case */
   PyObject* source;    /* owned */
   PyObject* expected;  /* owned */
@@ -761,19 +764,23 @@ static PyObject* GuardSet_new(PyTypeObject* type, PyObject* args, PyObject* kw) 
       goto fail;
     }
     if (!PAIR_KIND(g->kind)) {
-      const char* tag = tag_of(src);
-      PyObject* base = PyTuple_GET_SIZE(src) == 3 ? PyTuple_GET_ITEM(src, 1) : NULL;
-      if (!strcmp(tag, "arg")) {
+      if (!strcmp(tag_of(src), "arg")) {
         g->arg = PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1));
         g->path = P_ARG;
-      } else if (!strcmp(tag, "global") && PyTuple_GET_SIZE(src) == 2) {
-        g->name = PyTuple_GET_ITEM(src, 1);
-        g->path = P_GLOBAL;
-      } else if (!strcmp(tag, "attr") && base && !strcmp(tag_of(base), "global") &&
-                 PyTuple_GET_SIZE(base) == 2) {
-        g->name = PyTuple_GET_ITEM(base, 1);
-        g->attr = PyTuple_GET_ITEM(src, 2);
-        g->path = P_GLOBAL_ATTR;
+      } else {
+        /* ("attr", ... ("attr", ("global", name), a1) ..., an), n <= MAX_ATTRS */
+        PyObject* s = src;
+        int n = 0;
+        while (!strcmp(tag_of(s), "attr") && n < MAX_ATTRS) {
+          s = PyTuple_GET_ITEM(s, 1);
+          ++n;
+        }
+        if (!strcmp(tag_of(s), "global") && PyTuple_GET_SIZE(s) == 2) {
+          g->name = PyTuple_GET_ITEM(s, 1);
+          g->nattrs = n;
+          for (s = src; n > 0; s = PyTuple_GET_ITEM(s, 1)) g->attrs[--n] = PyTuple_GET_ITEM(s, 2);
+          g->path = P_GLOBAL;
+        }
       }
     }
     PyObject* exp = g->expected;
@@ -1097,7 +1104,7 @@ typedef struct {
 /* 1 holds, 0 fails; never raises (a guard that cannot be evaluated fails). */
 static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, PyObject* fn,
                      global_memo* memo) {
-  if (g->path != P_GLOBAL && g->path != P_GLOBAL_ATTR) Py_CLEAR(memo->value);
+  if (g->path != P_GLOBAL) Py_CLEAR(memo->value);
   if (PAIR_KIND(g->kind)) {
     PyObject* a = resolve(PyTuple_GET_ITEM(g->source, 0), args, nargs, fn);
     PyObject* b = a ? resolve(PyTuple_GET_ITEM(g->source, 1), args, nargs, fn) : NULL;
@@ -1120,7 +1127,7 @@ static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, Py
     if (g->arg >= nargs) return 0;
     x = args[g->arg];
     Py_INCREF(x);
-  } else if (g->path == P_GLOBAL || g->path == P_GLOBAL_ATTR) {
+  } else if (g->path == P_GLOBAL) {
     if (!memo->value || memo->name != g->name) {
       Py_CLEAR(memo->value);
       memo->value = lookup_global(fn, g->name); /* a dict lookup: runs no Python code */
@@ -1128,12 +1135,12 @@ static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, Py
     }
     x = memo->value;
     Py_XINCREF(x);
-    if (x && g->path == P_GLOBAL_ATTR) {
+    for (int j = 0; x && j < g->nattrs; ++j) {
       PyObject* m = x;
-      x = PyModule_CheckExact(m) ? module_dict_attr(m, g->attr) : NULL;
+      x = PyModule_CheckExact(m) ? module_dict_attr(m, g->attrs[j]) : NULL;
       if (!x && !PyErr_Occurred()) {
         Py_CLEAR(memo->value); /* getattr may run Python code that rebinds the global */
-        x = PyObject_GetAttr(m, g->attr);
+        x = PyObject_GetAttr(m, g->attrs[j]);
       }
       Py_DECREF(m);
     }
