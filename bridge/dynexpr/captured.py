@@ -214,6 +214,8 @@ class CapturedFunction:
         self._misses += 1
         if getattr(fn, "__dynexpr_disable__", False):
             return fn(*args, **kwargs)
+        if self._deep is not None and stack_depth() >= self._deep:
+            return fn(*args, **kwargs)  # Note [the translator's own stack]
         if self._entries:
             why = self._why(bound)
             self._log_recompile(why)
@@ -239,8 +241,6 @@ class CapturedFunction:
                 f"({config.accumulated_recompile_limit}) reached; new captures run as plain Python",
             )
             return fn(*args, **kwargs)
-        if self._deep is not None and stack_depth() >= self._deep:
-            return fn(*args, **kwargs)  # Note [the translator's own stack]
         try:
             entry = self._new_entry(bound)
         except RecursionError:
@@ -250,6 +250,8 @@ class CapturedFunction:
             # translate again this deep (the plain call raises RecursionError itself
             # where plain Python would).
             self._deep = stack_depth()
+            if self._entries:
+                self._recompiles.pop()  # no entry came of it
             return fn(*args, **kwargs)
         except InternalError as e:
             if not config.suppress_errors:
