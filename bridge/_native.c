@@ -637,8 +637,19 @@ static const char* guard_names[] = {"TYPE",  "DTYPE", "NDIM", "SHAPE",     "STRI
 #define PAIR_KIND(k) ((k) == G_ALIAS || (k) == G_DIM_EQ)
 enum alias_rel { A_SAME, A_OVERLAP, A_DISJOINT };
 
+/* The shape of a guard's source, found once (GuardSet_new) so that the common ones are
+ * read without walking the tuple: ("arg", i), ("global", name), and attributes of a
+ * global such as np.exp or np.linalg.norm, ("attr", ("attr", ("global", name), a), b)
+ * (Note [module attributes are guarded] in capture/attrs.py). */
+enum source_path { P_OTHER, P_ARG, P_GLOBAL };
+#define MAX_ATTRS 4
+
 typedef struct {
   int kind;
+  int path;            /* enum source_path */
+  PyObject* name;      /* P_GLOBAL: the global's name (borrowed from source) */
+  int nattrs;          /* P_GLOBAL: then getattr of these names, outermost last */
+  PyObject* attrs[MAX_ATTRS];
   Py_ssize_t arg;      /* >= 0: the source is ("arg", arg), the common case */
   PyObject* source;    /* owned */
   PyObject* expected;  /* owned */
@@ -752,8 +763,26 @@ static PyObject* GuardSet_new(PyTypeObject* type, PyObject* args, PyObject* kw) 
                    src);
       goto fail;
     }
-    if (!PAIR_KIND(g->kind) && !strcmp(tag_of(src), "arg"))
-      g->arg = PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1));
+    if (!PAIR_KIND(g->kind)) {
+      if (!strcmp(tag_of(src), "arg")) {
+        g->arg = PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1));
+        g->path = P_ARG;
+      } else {
+        /* ("attr", ... ("attr", ("global", name), a1) ..., an), n <= MAX_ATTRS */
+        PyObject* s = src;
+        int n = 0;
+        while (!strcmp(tag_of(s), "attr") && n < MAX_ATTRS) {
+          s = PyTuple_GET_ITEM(s, 1);
+          ++n;
+        }
+        if (!strcmp(tag_of(s), "global") && PyTuple_GET_SIZE(s) == 2) {
+          g->name = PyTuple_GET_ITEM(s, 1);
+          g->nattrs = n;
+          for (s = src; n > 0; s = PyTuple_GET_ITEM(s, 1)) g->attrs[--n] = PyTuple_GET_ITEM(s, 2);
+          g->path = P_GLOBAL;
+        }
+      }
+    }
     PyObject* exp = g->expected;
     switch (g->kind) {
       case G_DTYPE:
@@ -893,6 +922,25 @@ static PyObject* lookup_closure(PyObject* fn, PyObject* name) {
   return r;
 }
 
+/* getattr(m, name) for an exact module m. A name that does not start with "_" is none of
+ * ModuleType's own attributes, so the generic lookup finds it in the module's __dict__
+ * first: module_dict_attr reads it there (one dict lookup, no Python code run: np.exp's
+ * guard, Note [module attributes are guarded] in capture/attrs.py), NULL without an
+ * exception when getattr must decide (another name, or a miss: module __getattr__). */
+static PyObject* module_dict_attr(PyObject* m, PyObject* name) {
+  if (!PyUnicode_Check(name) || PyUnicode_GET_LENGTH(name) == 0 ||
+      PyUnicode_READ_CHAR(name, 0) == '_')
+    return NULL;
+  PyObject* v = PyDict_GetItemWithError(PyModule_GetDict(m), name);
+  Py_XINCREF(v);
+  return v;
+}
+
+static PyObject* module_attr(PyObject* m, PyObject* name) {
+  PyObject* v = module_dict_attr(m, name);
+  return v || PyErr_Occurred() ? v : PyObject_GetAttr(m, name);
+}
+
 /* New reference to the object a source names, or NULL (no exception) if unreachable. */
 static PyObject* resolve(PyObject* src, PyObject* const* args, Py_ssize_t nargs, PyObject* fn) {
   const char* k = tag_of(src);
@@ -916,8 +964,10 @@ static PyObject* resolve(PyObject* src, PyObject* const* args, Py_ssize_t nargs,
   } else if (!strcmp(k, "attr") || !strcmp(k, "item")) {
     PyObject* base = resolve(PyTuple_GET_ITEM(src, 1), args, nargs, fn);
     if (base) {
-      r = k[0] == 'a' ? PyObject_GetAttr(base, PyTuple_GET_ITEM(src, 2))
-                      : PyObject_GetItem(base, PyTuple_GET_ITEM(src, 2));
+      PyObject* key = PyTuple_GET_ITEM(src, 2);
+      r = k[0] != 'a'                ? PyObject_GetItem(base, key)
+          : PyModule_CheckExact(base) ? module_attr(base, key)
+                                      : PyObject_GetAttr(base, key);
       Py_DECREF(base);
     }
   } else if (!strcmp(k, "type")) {
@@ -1044,8 +1094,17 @@ static int flag_of(PyObject* x, const char* flag) {
   return t;
 }
 
+/* The global that the previous guard read (np for np.sin, np.exp, ...), kept while the
+ * guards in between run no Python code: only then is it still what the dict holds. */
+typedef struct {
+  PyObject* name;  /* borrowed */
+  PyObject* value; /* owned, or NULL */
+} global_memo;
+
 /* 1 holds, 0 fails; never raises (a guard that cannot be evaluated fails). */
-static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, PyObject* fn) {
+static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, PyObject* fn,
+                     global_memo* memo) {
+  if (g->path != P_GLOBAL) Py_CLEAR(memo->value);
   if (PAIR_KIND(g->kind)) {
     PyObject* a = resolve(PyTuple_GET_ITEM(g->source, 0), args, nargs, fn);
     PyObject* b = a ? resolve(PyTuple_GET_ITEM(g->source, 1), args, nargs, fn) : NULL;
@@ -1068,6 +1127,27 @@ static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, Py
     if (g->arg >= nargs) return 0;
     x = args[g->arg];
     Py_INCREF(x);
+  } else if (g->path == P_GLOBAL) {
+    if (!memo->value || memo->name != g->name) {
+      Py_CLEAR(memo->value);
+      memo->value = lookup_global(fn, g->name); /* a dict lookup: runs no Python code */
+      memo->name = g->name;
+    }
+    x = memo->value;
+    Py_XINCREF(x);
+    for (int j = 0; x && j < g->nattrs; ++j) {
+      PyObject* m = x;
+      x = PyModule_CheckExact(m) ? module_dict_attr(m, g->attrs[j]) : NULL;
+      if (!x && !PyErr_Occurred()) {
+        Py_CLEAR(memo->value); /* getattr may run Python code that rebinds the global */
+        x = PyObject_GetAttr(m, g->attrs[j]);
+      }
+      Py_DECREF(m);
+    }
+    if (!x) {
+      PyErr_Clear();
+      return 0;
+    }
   } else {
     x = resolve(g->source, args, nargs, fn);
     if (!x) return 0;
@@ -1155,9 +1235,12 @@ static Py_ssize_t first_failure(GuardSetObject* self, PyObject* args, PyObject* 
     PyErr_SetString(PyExc_TypeError, "dynexpr GuardSet: args must be a tuple or list");
     return -2;
   }
-  for (Py_ssize_t i = 0; i < self->n; ++i)
-    if (!check_one(&self->g[i], items, n, fn)) return i;
-  return -1;
+  global_memo memo = {NULL, NULL};
+  Py_ssize_t failed = -1;
+  for (Py_ssize_t i = 0; i < self->n && failed < 0; ++i)
+    if (!check_one(&self->g[i], items, n, fn, &memo)) failed = i;
+  Py_XDECREF(memo.value);
+  return failed;
 }
 
 static int parse_check_args(PyObject* const* a, Py_ssize_t n, PyObject** args, PyObject** fn) {

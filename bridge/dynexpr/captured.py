@@ -32,7 +32,7 @@ from .capture.resume import build
 from .config import config
 from .explain import recompile_lines
 from .capture import dynamic
-from .capture.translate import translate_dynamic
+from .capture.translate import stack_depth, translate_dynamic
 from .guards import GuardSet, changed_dims, format_source, resolve
 from .segments import Segments
 
@@ -163,6 +163,7 @@ class CapturedFunction:
         # Per recompile: (entry number, [(guard that failed, value seen), ...]).
         self._recompiles: list[tuple[int, list[tuple[str, str]]]] = []
         self._segments = Segments(self)  # what runs after a graph break
+        self._deep: int | None = None  # a stack depth at which translating ran out of stack
         _live.add(self)
 
     def __repr__(self) -> str:
@@ -213,6 +214,8 @@ class CapturedFunction:
         self._misses += 1
         if getattr(fn, "__dynexpr_disable__", False):
             return fn(*args, **kwargs)
+        if self._deep is not None and stack_depth() >= self._deep:
+            return fn(*args, **kwargs)  # Note [the translator's own stack]
         if self._entries:
             why = self._why(bound)
             self._log_recompile(why)
@@ -240,6 +243,16 @@ class CapturedFunction:
             return fn(*args, **kwargs)
         try:
             entry = self._new_entry(bound)
+        except RecursionError:
+            # Note [the translator's own stack]: the translator uses several Python
+            # frames per frame it follows, so it can run out of stack where the plain
+            # call does not. Nothing has run yet: run the call plainly, and do not
+            # translate again this deep (the plain call raises RecursionError itself
+            # where plain Python would).
+            self._deep = stack_depth()
+            if self._entries:
+                self._recompiles.pop()  # no entry came of it
+            return fn(*args, **kwargs)
         except InternalError as e:
             if not config.suppress_errors:
                 raise
@@ -406,6 +419,7 @@ class CapturedFunction:
         self._entries.clear()
         self._centries = []
         self._dyn.clear()
+        self._deep = None
         self._recompiles.clear()
         self._segments.clear()
         self._hits = self._misses = self._compiles = 0

@@ -38,6 +38,8 @@ HINTS = (
     ("is not in dynexpr's op table", "move the call outside the captured function"),
     ("dtype", "convert the array first, e.g. x.astype(np.float64)"),
     ("loops ran past", "raise the loop's bound outside, or vectorise the loop body"),
+    ("runs the body lazily", "capture a plain function that it calls, or one that consumes "
+                             "the generator (a generator used inside is followed)"),
     ("is marked dynexpr.disable", "remove dynexpr.disable if the function can be captured"),
 )
 

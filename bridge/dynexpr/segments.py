@@ -147,6 +147,8 @@ class Segments:
                 tr = translate_segment(fn, ip, names, kinds, state)
         except Unsupported as e:  # nothing to resume with: run this instruction as Python
             return Entry(GuardSet(e.guards), reason=e.to_reason(), resume=_PASS)
+        except RecursionError:  # Note [the translator's own stack] (captured.py)
+            return None  # the rest of this call as Python, translated again next time
         except InternalError as e:
             if not config.suppress_errors:
                 raise

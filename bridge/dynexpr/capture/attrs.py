@@ -39,21 +39,16 @@ _ARRAY_FACTS = {
 }
 
 
-def _trusted_module(m: types.ModuleType) -> bool:
-    # NumPy's namespace is taken as fixed (not guarded attribute by attribute): a program
-    # that monkeypatches np.exp is outside what dynexpr promises.
-    name = getattr(m, "__name__", "")
-    return name == "numpy" or name.startswith("numpy.")
-
-
 def load_attr(tx, obj: Var, name: str) -> Var:
     ctx = tx.ctx
     if isinstance(obj, ArrayVar):
         return _array_attr(tx, obj, name)
     if isinstance(obj, PyVar):
         value = obj.value
-        if isinstance(value, types.ModuleType) and _trusted_module(value):
-            return PyVar(_real_getattr(value, name))
+        # Note [module attributes are guarded]: np.exp is read at call time like any
+        # global (ID guard on ("attr", ("global", "np"), "exp"), checked in C), so
+        # `np.exp = f` or mock.patch("numpy.exp") is seen, and restoring it finds the
+        # first entry again.
         if isinstance(value, (types.ModuleType, type)) and obj.source is not None:
             _real_getattr(value, name)
             return ctx.wrap(getattr(value, name), ("attr", obj.source, name))

@@ -52,7 +52,7 @@ def _is_constant(value: Any, budget: list) -> bool:
     if budget[0] < 0:
         return False
     t = type(value)
-    if t in _SCALARS or isinstance(value, (np.generic, np.dtype)):
+    if t in _SCALARS or issubclass(t, (np.generic, np.dtype)):
         return True
     if t in (tuple, list):
         return all(_is_constant(x, budget) for x in value)
@@ -61,10 +61,21 @@ def _is_constant(value: Any, budget: list) -> bool:
     return False
 
 
+# Note [wrapping runs no user code]: the facts wrap() reads come from type(value)
+# (issubclass, not isinstance: isinstance asks the object for __class__ when its type
+# does not match, which runs a user-defined __getattribute__), and attributes are read
+# only where the type's attribute lookup is the generic one. User code run here would
+# run again when the call falls back to plain Python: its side effects and exceptions
+# must happen once, in the plain run.
+_GENERIC_GETATTRIBUTE = (object.__getattribute__, type.__getattribute__)
+
+
 def _is_library_callable(value: Any) -> bool:
-    if isinstance(value, (types.BuiltinFunctionType, np.ufunc)):
+    t = type(value)
+    if issubclass(t, (types.BuiltinFunctionType, np.ufunc)):
         return True
-    module = getattr(value, "__module__", None) if callable(value) else None
+    plain = callable(value) and t.__getattribute__ in _GENERIC_GETATTRIBUTE
+    module = getattr(value, "__module__", None) if plain else None
     return isinstance(module, str) and (
         module in ("numpy", "builtins") or module.startswith("numpy.")
     )
@@ -86,6 +97,7 @@ class Context:
         self._wrapped: dict[tuple, Var] = {}
         self._arrays: list[tuple[np.ndarray, tuple, ArrayVar]] = []
         self.pause = None  # resume.Pause in a resumable translation
+        self.inlining: dict = {}  # code object -> frames of it being inlined now (recursion)
         # A resumed segment's frame values that are floats: 0-d inputs, not constants.
         self.scalar_inputs = False
 
@@ -117,14 +129,15 @@ class Context:
             if t is float or t is int or t in _NUMBERS:
                 self.guard("TYPE", source, t)
                 return ScalarInputVar(value, source, self)
-            bound_self = getattr(value, "__self__", None)
-            if (t is types.BuiltinMethodType or t is types.MethodType) and not isinstance(
-                    bound_self, (types.ModuleType, type(None))) and _is_library_callable(value):
+            method = t is types.BuiltinMethodType or t is types.MethodType
+            bound_self = value.__self__ if method else None
+            if method and not issubclass(type(bound_self), (types.ModuleType, type(None))) \
+                    and _is_library_callable(value):
                 self.guard("TYPE", source, t)  # a new bound method each call: never its id
                 return ObjectVar(value, source)
-        if t is np.ndarray or isinstance(value, np.ndarray):
+        if t is np.ndarray or issubclass(t, np.ndarray):
             return self._wrap_array(value, source)
-        if t in (tuple, list, dict) or t in _SCALARS or isinstance(value, (np.generic, np.dtype)):
+        if t in (tuple, list, dict) or t in _SCALARS or issubclass(t, (np.generic, np.dtype)):
             if is_constant(value):
                 self.guard("VALUE", source, copy.deepcopy(value) if t in (list, dict) else value)
                 return PyVar(value, source)
@@ -151,7 +164,7 @@ class Context:
             self.guard("TYPE", source, t)
             fn = self.wrap(value.__func__, ("attr", source, "__func__"))
             return BoundMethodVar(self.wrap(value.__self__, ("attr", source, "__self__")), fn)
-        if isinstance(value, (type, types.ModuleType)):
+        if issubclass(t, (type, types.ModuleType)):
             self.guard("ID", source, value)
             return PyVar(value, source)
         self.guard("TYPE", source, t)

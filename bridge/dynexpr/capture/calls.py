@@ -104,9 +104,27 @@ def inline(tx, fn: Var, args: list, kwargs: dict) -> Var:
         locals_ = bind(code, defaults, kwdefaults, list(args), dict(kwargs), TupleVar, DictVar)
     except BindError as e:
         graph_break(f"TypeError: {e}")
-    frame = frame_class()(tx.ctx, code, locals_, cells, frame_globals, globals_src, tx.depth + 1)
-    result = frame.run()
-    return IteratorVar(frame.yields) if frame.yields is not None else result
+    ctx = tx.ctx
+    active, budget, graph = ctx.inlining, ctx.budget, ctx.graph
+    recursive = code in active or code is ctx.fn.__code__
+    work = graph.requests
+    frame = frame_class()(ctx, code, locals_, cells, frame_globals, globals_src, tx.depth + 1)
+    active[code] = active.get(code, 0) + 1
+    try:
+        result = frame.run()
+    finally:
+        active[code] -= 1
+        if not active[code]:
+            del active[code]
+    if recursive and graph.requests != work:
+        budget.used_recursive_calls += 1
+        if budget.used_recursive_calls > budget.recursive_calls:
+            graph_break(f"recursion: {code.co_qualname} was inlined into itself with array "
+                        f"work more than {budget.recursive_calls} times (dynexpr unrolls "
+                        "every call)")
+    if frame.yields is not None:
+        return IteratorVar(frame.yields, generator=code.co_qualname)
+    return result
 
 
 def _real_cell(ctx, cell, source: tuple, name: str) -> CellVar:

@@ -79,6 +79,12 @@ class Budget:
     instructions: int = 200_000
     loop_iterations: int = 1_000
     inline_depth: int = 24
+    # Calls of a function already being inlined (recursion) that do array work. Each is
+    # unrolled and its array ops inferred again, so branching recursion (fib) costs as its
+    # call tree, not its code: past this many the call is a graph break and plain Python
+    # runs it. (Recursion on Python scalars only folds to a constant: not counted.)
+    recursive_calls: int = 256
     graph_values: int = 20_000
     used_instructions: int = 0
     used_iterations: int = 0
+    used_recursive_calls: int = 0

@@ -19,11 +19,20 @@ from .builder import Context
 from .errors import InternalError, Unsupported, graph_break
 from .variables import UNBOUND, CellVar, Var
 
-_NOT_SUPPORTED_FLAGS = {
-    inspect.CO_COROUTINE: "coroutines",
-    inspect.CO_ASYNC_GENERATOR: "async generators",
-    inspect.CO_ITERABLE_COROUTINE: "coroutines",
+# Note [generator and coroutine functions run as plain Python]: calling one runs none
+# of its body; it returns a generator (or coroutine) that runs the body lazily, one
+# step per next()/send(), interleaved with the caller. A captured call must return that
+# same object, so the captured function itself runs as plain Python (a final break, for
+# every call). An inlined helper that is a generator is followed eagerly (Note
+# [generators run eagerly]); an inlined coroutine cannot be.
+_WHAT = {  # flag: (what the function is, what calling it returns)
+    inspect.CO_COROUTINE: ("a coroutine function (async def)", "a coroutine"),
+    inspect.CO_ASYNC_GENERATOR: ("an async generator function", "an async generator"),
+    inspect.CO_ITERABLE_COROUTINE: ("a generator-based coroutine (types.coroutine)",
+                                    "a generator"),
+    inspect.CO_GENERATOR: ("a generator function", "a generator"),
 }
+_NOT_INLINED = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 _instructions_cache: dict[Any, tuple[list, dict]] = {}
 
 
@@ -36,6 +45,20 @@ def instructions_of(code) -> tuple[list, dict]:
             _instructions_cache.clear()
         _instructions_cache[code] = hit
     return hit
+
+
+def _lazy_function(code, depth: int) -> None:
+    """Break for a generator or coroutine function (Note [generator and coroutine
+    functions run as plain Python]), at its def line."""
+    what, returns = next(w for flag, w in _WHAT.items() if code.co_flags & flag)
+    if depth == 0:
+        why = (f"{code.co_qualname} is {what}: calling it returns {returns} that runs "
+               "the body lazily, so the function runs as plain Python")
+    else:
+        why = f"{code.co_qualname} is {what}; dynexpr does not inline it"
+    e = Unsupported(why, final=depth == 0)
+    e.at(code.co_filename, code.co_firstlineno, code.co_qualname)
+    raise e
 
 
 class LazyArg:
@@ -64,9 +87,8 @@ class Frame:
         globals_src: tuple | None,
         depth: int = 0,
     ) -> None:
-        for flag, what in _NOT_SUPPORTED_FLAGS.items():
-            if code.co_flags & flag:
-                graph_break(f"{what} are not supported ({code.co_qualname})")
+        if code.co_flags & (_NOT_INLINED if depth else _NOT_INLINED | inspect.CO_GENERATOR):
+            _lazy_function(code, depth)
         self.ctx = ctx
         self.code = code
         self.instructions, self.index_of = instructions_of(code)
@@ -121,8 +143,8 @@ class Frame:
                     e.at(self.code.co_filename, self._line(), self.code.co_qualname)
                     ctx.pause.paused(e, self, before)
                 self._annotate(e)
-            except InternalError:
-                raise
+            except (InternalError, RecursionError):
+                raise  # RecursionError: Note [the translator's own stack] (captured.py)
             except Exception as e:  # noqa: BLE001 - a bug in dynexpr, said clearly
                 file, line = self.code.co_filename, self._line()
                 raise InternalError(

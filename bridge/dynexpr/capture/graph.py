@@ -27,6 +27,7 @@ class GraphBuilder:
         self.input_sources: list[tuple] = []
         self._memo: dict[tuple, ir.Value] = {}
         self._budget = budget
+        self.requests = 0  # node() calls, memo hits included: the array work translated
 
     def node(self, op: str, args: tuple, dtype: str, shape: tuple, /, **attrs: Any) -> ir.Value:
         if dtype not in ir.DTYPES:
@@ -40,6 +41,7 @@ class GraphBuilder:
                 f"{op} gives an array of {len(shape)} dims; dynexpr's kernels take at most "
                 f"{MAX_RANK}"
             )
+        self.requests += 1
         attr_t = ir.make_attrs(**attrs)
         key = (op, tuple(a.id for a in args), dtype, shape, _key_of_attrs(attr_t))
         hit = self._memo.get(key)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .errors import graph_break
 from .opcodes312 import NAMES as NAMES_312
 from .opcodes312 import Frame312
-from .operators import compare, dict_items, truth, unpack
+from .operators import compare, dict_items, unpack
 from .variables import NULL, NestedFunctionVar, PyVar
 
 _FUNCTION_ATTRIBUTES = {0x01: "defaults", 0x02: "kwdefaults", 0x04: "annotations", 0x08: "closure"}
@@ -63,13 +63,17 @@ class Frame313(Frame312):
             graph_break(f"SET_FUNCTION_ATTRIBUTE {inst.arg} is not supported")
         self.push(fn)
 
+    # Note [TO_BOOL is the branch's business]: TO_BOOL (and COMPARE_OP's bool flag,
+    # which is a TO_BOOL merged into it) only ever feeds a POP_JUMP_IF_* or UNARY_NOT,
+    # and those already take the truth of what they pop, as in 3.12. Taking it here
+    # instead would break one instruction early: the comparison feeding an `if` on
+    # array data would run as Python rather than in the graph before the break.
     def TO_BOOL(self, inst) -> None:
-        self.push(PyVar(truth(self, self.pop())))
+        pass
 
     def COMPARE_OP(self, inst) -> None:
         rhs, lhs = self.pop(), self.pop()
-        result = compare(self, inst.argval, lhs, rhs)
-        self.push(PyVar(truth(self, result)) if inst.arg & 16 else result)
+        self.push(compare(self, inst.argval, lhs, rhs))
 
     def LOAD_FAST_LOAD_FAST(self, inst) -> None:
         for name in inst.argval:

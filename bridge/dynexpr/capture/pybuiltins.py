@@ -9,6 +9,7 @@ array is a graph break.
 
 from __future__ import annotations
 
+import inspect
 import types
 from collections.abc import Callable
 from typing import Any
@@ -131,13 +132,24 @@ def _abs(tx, args, kwargs):
     return _known(tx, abs, args, kwargs)
 
 
+_CLASS = object.__dict__["__class__"]
+
+
 def _isinstance(tx, args, kwargs):
     v, cls = args
-    return PyVar(
-        isinstance(v.value, const_of(cls, "isinstance's class"))
-        if isinstance(v, PyVar)
-        else issubclass(fake_type(v), const_of(cls, "isinstance's class"))
-    )
+    cls = const_of(cls, "isinstance's class")
+    if isinstance(v, PyVar):
+        return PyVar(isinstance(v.value, cls))
+    t = fake_type(v)
+    found = issubclass(t, cls)
+    # When the type does not match, isinstance asks the object for __class__: code of
+    # the user's (a __getattribute__, a __class__ property, a mock's spec) decides then.
+    if not found and isinstance(v, ObjectVar) and (
+            t.__getattribute__ is not object.__getattribute__
+            or inspect.getattr_static(t, "__class__", None) is not _CLASS):
+        graph_break(f"isinstance() of a {t.__qualname__} object asks the object for "
+                    "__class__, which runs its own code")
+    return PyVar(found)
 
 
 def _type(tx, args, kwargs):

@@ -197,6 +197,9 @@ def _state_template(out: _StateOutputs, v: Any) -> tuple:
         return ("tuple", tuple(_state_template(out, x) for x in v.items))
     if isinstance(v, (ListVar, DictVar, ObjectVar, FunctionVar)) and v.source is not None:
         return ("src", v.source)
+    if isinstance(v, IteratorVar) and v.generator:
+        graph_break(f"the {v.describe()} object is live at the break; dynexpr follows "
+                    "generators eagerly, so it has no suspended generator to hand over")
     if isinstance(v, (ListVar, DictVar, IteratorVar)):
         k = out.shared.get(id(v))
         if k is not None:

@@ -48,6 +48,14 @@ def translate(fn: Any, bound: list, dyn: Any = None, resumable: bool = False) ->
     return run_top(fn, make, dyn, resumable)
 
 
+def stack_depth() -> int:
+    """The number of Python frames below this one (the miss path only: it walks them)."""
+    f, n = sys._getframe(1), 0
+    while f is not None:
+        f, n = f.f_back, n + 1
+    return n
+
+
 def real_cells(ctx: Context, fn: Any) -> dict:
     code = fn.__code__
     return {

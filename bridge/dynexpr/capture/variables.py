@@ -175,11 +175,18 @@ class BoundMethodVar(Var):
 
 
 class IteratorVar(Var):
-    __slots__ = ("items", "pos")
+    __slots__ = ("items", "pos", "generator")
 
-    def __init__(self, items) -> None:
+    def __init__(self, items, generator: str | None = None) -> None:
         self.items = items  # a list (possibly a live ListVar.items) of Vars
         self.pos = 0
+        # The qualname of the generator function whose values these are (Note [generators
+        # run eagerly]): such an iterator has no value outside the graph, since plain
+        # Python would need the suspended generator itself.
+        self.generator = generator
+
+    def describe(self) -> str:
+        return f"generator {self.generator}" if self.generator else "iterator"
 
     def next(self) -> Var | None:
         if self.pos >= len(self.items):
