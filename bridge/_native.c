@@ -11,7 +11,9 @@
  *         results  tuple of ints: k >= 0 is output k, -(i+1) is input i itself.
  *       dtype codes are kernels/abi.h's (0 bool, 1 uint8, 2 int32, 3 int64, 4 float32,
  *       5 float64). Strided inputs are passed with their strides (never copied);
- *       non-native byte order, unaligned data or an unsupported dtype raise TypeError.
+ *       unaligned or byte-swapped ones are copied for the call (and copied back when
+ *       written: Note [inputs a kernel cannot read in place]); an unsupported dtype
+ *       raises TypeError.
  *       The unit's status becomes ValueError (2), IndexError (3), MemoryError (4),
  *       TypeError (5) or RuntimeError (anything else), with the unit's message.
  *
@@ -371,18 +373,20 @@ fail:
   return NULL;
 }
 
-/* Fills *a from array obj (input i); returns 0, or -1 with an exception set. */
+/* Fills *a from array obj (input i); returns 0, 1 when the kernel cannot read the array
+ * in place (Note [inputs a kernel cannot read in place]: the caller passes a copy), or -1
+ * with an exception set. */
 static int describe_input(KernelObject* self, int32_t i, PyArrayObject* arr, dx_array* a,
                           int64_t* strides) {
   const in_spec* s = &self->ins[i];
   PyArray_Descr* d = PyArray_DESCR(arr);
   const int code = dx_code_of(d);
-  if (code < 0 || PyArray_ISBYTESWAPPED(arr)) {
+  if (code < 0) {
     PyObject* name = PyObject_Str((PyObject*)d);
     PyErr_Format(PyExc_TypeError,
-                 "dynexpr: argument %d has dtype %S%s, which compiled kernels do not take; "
-                 "pass bool/uint8/int32/int64/float32/float64 in native byte order",
-                 (int)i, name ? name : Py_None, PyArray_ISBYTESWAPPED(arr) ? " (byte-swapped)" : "");
+                 "dynexpr: argument %d has dtype %S, which compiled kernels do not take; "
+                 "pass bool/uint8/int32/int64/float32/float64",
+                 (int)i, name ? name : Py_None);
     Py_XDECREF(name);
     return -1;
   }
@@ -403,20 +407,13 @@ static int describe_input(KernelObject* self, int32_t i, PyArrayObject* arr, dx_
     PyErr_Format(PyExc_ValueError, "assignment destination is read-only (argument %d)", (int)i);
     return -1;
   }
-  if (!PyArray_ISALIGNED(arr)) {
-    PyErr_Format(PyExc_TypeError,
-                 "dynexpr: argument %d is not aligned to its dtype; pass a copy", (int)i);
-    return -1;
-  }
+  /* One flag test on the common path: NumPy's ALIGNED covers the data pointer and every
+   * stride (a stride that is not a multiple of the item size is not aligned either). */
+  if (!PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return 1;
   const npy_intp item = PyDataType_ELSIZE(d);
   const npy_intp* bs = PyArray_STRIDES(arr);
   for (int k = 0; k < nd; ++k) {
-    if (bs[k] % item) {
-      PyErr_Format(PyExc_TypeError,
-                   "dynexpr: argument %d has a stride that is not a multiple of its item size; "
-                   "pass a copy", (int)i);
-      return -1;
-    }
+    if (bs[k] % item) return 1;
     strides[k] = bs[k] / item;
   }
   a->data = PyArray_DATA(arr);
@@ -425,6 +422,19 @@ static int describe_input(KernelObject* self, int32_t i, PyArrayObject* arr, dx_
   a->shape = (const int64_t*)PyArray_DIMS(arr);
   a->strides = strides;
   return 0;
+}
+
+/* Note [inputs a kernel cannot read in place]
+ * NumPy computes with any array of a supported dtype: a field of a packed record array
+ * (unaligned), non-native byte order, a buffer at an odd offset. A kernel reads aligned
+ * native values, so such an input is copied into a new aligned, native, C-ordered array
+ * for the call; an input the kernel updates in place (a mutated argument) is then copied
+ * back into the caller's array after the kernel ran, as NumPy's in-place ops would have
+ * left it. Ordinary arrays never come here (describe_input's one flag test). */
+static PyArrayObject* readable_copy(PyArrayObject* arr, int code) {
+  PyArray_Descr* native = PyArray_DescrFromType(dx_typenum[code]);
+  if (!native) return NULL;
+  return (PyArrayObject*)PyArray_FromArray(arr, native, NPY_ARRAY_CARRAY | NPY_ARRAY_ENSURECOPY);
 }
 
 static PyObject* raise_status(int32_t rc, const char* msg) {
@@ -457,7 +467,7 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
   dx_array in_s[DX_STACK_ARGS], out_s[DX_STACK_ARGS];
   int64_t in_st_s[DX_STACK_ARGS * DX_MAX_RANK], out_st_s[DX_STACK_ARGS * DX_MAX_RANK];
   PyArrayObject* arr_s[DX_STACK_ARGS];
-  PyObject* own_s[DX_STACK_ARGS];
+  PyObject* own_s[2 * DX_STACK_ARGS];
   PyArrayObject* outa_s[DX_STACK_ARGS];
   void* heap = NULL;
   dx_array *in = in_s, *out = out_s;
@@ -467,8 +477,9 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
   PyArrayObject** outa = outa_s;
   const int32_t nmax = n_in > n_out ? n_in : n_out;
   if (nmax > DX_STACK_ARGS) {
+    /* own holds up to two arrays per input (a converted scalar, a readable copy). */
     const size_t per = 2 * sizeof(dx_array) + 2 * DX_MAX_RANK * sizeof(int64_t) +
-                       3 * sizeof(void*);
+                       4 * sizeof(void*);
     heap = PyMem_Calloc((size_t)nmax, per);
     if (!heap) return PyErr_NoMemory();
     char* p = heap;
@@ -477,11 +488,11 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
     in_st = (int64_t*)p, p += nmax * DX_MAX_RANK * sizeof(int64_t);
     out_st = (int64_t*)p, p += nmax * DX_MAX_RANK * sizeof(int64_t);
     arr = (PyArrayObject**)p, p += nmax * sizeof(void*);
-    own = (PyObject**)p, p += nmax * sizeof(void*);
+    own = (PyObject**)p, p += 2 * nmax * sizeof(void*);
     outa = (PyArrayObject**)p;
   }
   PyObject* result = NULL;
-  int32_t n_own = 0, n_made = 0;
+  int32_t n_own = 0, n_made = 0, n_back = 0;
   for (int32_t i = 0; i < n_in; ++i) {
     PyObject* o = args[i];
     if (!PyArray_Check(o)) {
@@ -496,7 +507,21 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
       own[n_own++] = o;
     }
     arr[i] = (PyArrayObject*)o;
-    if (describe_input(self, i, arr[i], &in[i], in_st + (size_t)i * DX_MAX_RANK) < 0) goto done;
+    int how = describe_input(self, i, arr[i], &in[i], in_st + (size_t)i * DX_MAX_RANK);
+    if (how > 0) { /* Note [inputs a kernel cannot read in place] */
+      PyArrayObject* c = readable_copy(arr[i], self->ins[i].code);
+      if (!c) goto done;
+      own[n_own++] = (PyObject*)c;
+      n_back += self->ins[i].written;
+      arr[i] = c;
+      how = describe_input(self, i, c, &in[i], in_st + (size_t)i * DX_MAX_RANK);
+      if (how > 0) {
+        PyErr_Format(PyExc_RuntimeError, "dynexpr: argument %d: an aligned copy is still "
+                     "not readable by the kernel (a dynexpr bug)", (int)i);
+        goto done;
+      }
+    }
+    if (how < 0) goto done;
   }
   for (int32_t k = 0; k < n_out; ++k) {
     const out_spec* s = &self->outs[k];
@@ -544,6 +569,13 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
     if (rc != 0) {
       raise_status(rc, err);
       goto done;
+    }
+    /* Mutated arguments that were copied go back (Note [inputs a kernel cannot read in
+     * place]). */
+    for (int32_t i = 0; n_back && i < n_in; ++i) {
+      if (self->ins[i].written && (PyObject*)arr[i] != args[i] &&
+          PyArray_CopyInto((PyArrayObject*)args[i], arr[i]) < 0)
+        goto done;
     }
   }
   result = PyTuple_New(self->n_res);
