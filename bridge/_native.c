@@ -13,7 +13,8 @@
  *       5 float64). Strided inputs are passed with their strides (never copied);
  *       unaligned or byte-swapped ones are copied for the call (and copied back when
  *       written: Note [inputs a kernel cannot read in place]); an unsupported dtype
- *       raises TypeError.
+ *       raises TypeError. Floating-point flags the kernel raises are reported as NumPy's
+ *       error state says (Note [floating-point errors]).
  *       The unit's status becomes ValueError (2), IndexError (3), MemoryError (4),
  *       TypeError (5) or RuntimeError (anything else), with the unit's message.
  *
@@ -37,6 +38,7 @@
 #include <structmember.h>
 #include <dlfcn.h>
 #include <stdint.h>
+#include <fenv.h>
 #include <math.h>
 #include <string.h>
 
@@ -437,6 +439,76 @@ static PyArrayObject* readable_copy(PyArrayObject* arr, int code) {
   return (PyArrayObject*)PyArray_FromArray(arr, native, NPY_ARRAY_CARRAY | NPY_ARRAY_ENSURECOPY);
 }
 
+/* Note [floating-point errors]
+ * NumPy reports the IEEE flags its loops raise (divide by zero, overflow, underflow,
+ * invalid) as np.errstate / np.seterr say: ignore, warn, raise, call, print or log. A
+ * kernel computes the same values with the same instructions, so it raises the same
+ * flags; Kernel_call clears them before the kernel and reads them after it, on the
+ * calling thread, which also holds the flags of the pool threads that ran chunks of the
+ * call (dynexpr::parallel::parallel_for hands them back, Note [flags of pool threads]).
+ * The hot path costs two flag reads. Only when a flag is set does the policy matter: an
+ * errstate whose modes for the raised flags are all 'ignore' is recognised by the
+ * identity of NumPy's error-state object (a context variable, the same object until
+ * errstate/seterr change it), so the default policy (underflow: ignore) costs no Python
+ * work; anything else goes to dynexpr.fperr.report, which does what NumPy does. */
+#define DX_FE_ALL (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)
+
+static PyObject* dx_extobj_var;   /* numpy._core.umath._extobj_contextvar, or NULL */
+static PyObject* dx_extobj_seen;  /* the error state dx_ignored was computed for */
+static int dx_ignored;            /* NumPy FPE bits whose mode is 'ignore' there */
+static PyObject* dx_fp_report;    /* dynexpr.fperr.report, imported on first use */
+static PyObject* dx_fp_ignored;   /* dynexpr.fperr.ignored */
+
+/* NumPy's NPY_FPE_* bits of the C flags fe. */
+static int numpy_bits(int fe) {
+  return ((fe & FE_DIVBYZERO) ? 1 : 0) | ((fe & FE_OVERFLOW) ? 2 : 0) |
+         ((fe & FE_UNDERFLOW) ? 4 : 0) | ((fe & FE_INVALID) ? 8 : 0);
+}
+
+static int import_fperr(void) {
+  if (dx_fp_report) return 0;
+  PyObject* m = PyImport_ImportModule("dynexpr.fperr");
+  if (!m) return -1;
+  dx_fp_report = PyObject_GetAttrString(m, "report");
+  dx_fp_ignored = dx_fp_report ? PyObject_GetAttrString(m, "ignored") : NULL;
+  Py_DECREF(m);
+  if (!dx_fp_ignored) {
+    Py_CLEAR(dx_fp_report);
+    return -1;
+  }
+  return 0;
+}
+
+/* Applies NumPy's error policy to the flags fe a kernel raised: 0, or -1 with the
+ * exception the policy asks for (or a failure of the policy's callback) set. */
+static int report_fp(int fe) {
+  const int bits = numpy_bits(fe);
+  feclearexcept(DX_FE_ALL);
+  if (import_fperr() < 0) return -1;
+  if (dx_extobj_var) {
+    PyObject* state = NULL;
+    if (PyContextVar_Get(dx_extobj_var, NULL, &state) < 0) return -1;
+    if (state && state != dx_extobj_seen) {
+      PyObject* r = PyObject_CallNoArgs(dx_fp_ignored);
+      const long v = r ? PyLong_AsLong(r) : -1;
+      Py_XDECREF(r);
+      if (v == -1 && PyErr_Occurred()) {
+        Py_DECREF(state);
+        return -1;
+      }
+      Py_XSETREF(dx_extobj_seen, state); /* keeps the reference: identity stays valid */
+      dx_ignored = (int)v;
+    } else {
+      Py_XDECREF(state);
+    }
+    if (state && !(bits & ~dx_ignored)) return 0;
+  }
+  PyObject* r = PyObject_CallFunction(dx_fp_report, "i", bits);
+  if (!r) return -1;
+  Py_DECREF(r);
+  return 0;
+}
+
 static PyObject* raise_status(int32_t rc, const char* msg) {
   PyObject* exc = rc == 2   ? PyExc_ValueError
                   : rc == 3 ? PyExc_IndexError
@@ -561,22 +633,27 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
     err[0] = '\0';
     int32_t rc;
     const int tuned = self->set_schedule && (self->sched_threads || self->sched_chunks);
+    int fe;
     Py_BEGIN_ALLOW_THREADS
+    /* Note [floating-point errors]: flags left by earlier work are not this call's. */
+    if (fetestexcept(DX_FE_ALL)) feclearexcept(DX_FE_ALL);
     if (tuned) self->set_schedule(self->sched_threads, self->sched_chunks);
     rc = self->fn(in, n_in, out, n_out, err, sizeof err);
     if (tuned) self->set_schedule(0, 0);
+    fe = fetestexcept(DX_FE_ALL);
     Py_END_ALLOW_THREADS
     if (rc != 0) {
       raise_status(rc, err);
       goto done;
     }
-    /* Mutated arguments that were copied go back (Note [inputs a kernel cannot read in
-     * place]). */
+    /* Mutated arguments that were copied go back first: NumPy's in-place op has
+     * written them when its error handler raises. */
     for (int32_t i = 0; n_back && i < n_in; ++i) {
       if (self->ins[i].written && (PyObject*)arr[i] != args[i] &&
           PyArray_CopyInto((PyArrayObject*)args[i], arr[i]) < 0)
         goto done;
     }
+    if (fe && report_fp(fe) < 0) goto done;
   }
   result = PyTuple_New(self->n_res);
   if (!result) goto done;
@@ -1305,6 +1382,14 @@ PyMODINIT_FUNC PyInit__native(void) {
   may_share_memory = PyObject_GetAttrString(np, "may_share_memory");
   Py_DECREF(np);
   if (!may_share_memory) return NULL;
+  /* NumPy's error state (NumPy >= 2.0); without it every raised flag asks Python. */
+  PyObject* umath = PyImport_ImportModule("numpy._core.umath");
+  dx_extobj_var = umath ? PyObject_GetAttrString(umath, "_extobj_contextvar") : NULL;
+  Py_XDECREF(umath);
+  if (!dx_extobj_var || !PyContextVar_CheckExact(dx_extobj_var)) {
+    Py_CLEAR(dx_extobj_var);
+    PyErr_Clear();
+  }
   const char* mb = getenv("DYNEXPR_BUFFER_CACHE_MB");
   dx_cache.cap = (size_t)(mb && *mb ? strtoull(mb, NULL, 10) : 256) << 20;
   dx_handler_capsule = PyCapsule_New(&dx_handler, "mem_handler", NULL);
