@@ -302,7 +302,8 @@ def test_errors_from_every_pool_thread(backend, mode):
 def test_warning_names_the_callers_line(backend):
     f = dynexpr.capture(div0, backend=backend)
     x = np.ones(5)
-    f(x)  # capture first: only the cache hit below is checked
+    with np.errstate(divide="ignore"):
+        f(x)  # capture first: only the cache hit below is checked
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         f(x)
@@ -371,3 +372,19 @@ def test_special_values_raise_what_numpy_raises(name, dtype):
             got = outcome(f, args, "call", under="ignore")
             assert got[2] == want[2], f"{name}{(v,) if w is None else (v, w)}: {got[2]}, NumPy {want[2]}"
             assert_same(want[0], got[0])
+
+
+def test_print_mode_writes_numpy_s_line(backend, capfd):
+    x = np.ones(5)
+    f = dynexpr.capture(div0, backend=backend)
+    with np.errstate(divide="ignore"):
+        f(x)  # capture first
+    capfd.readouterr()
+    with np.errstate(divide="print"):
+        want = div0(x)
+        numpy_err = capfd.readouterr().err
+        got = f(x)
+        ours = capfd.readouterr().err
+    assert_same(want, got)
+    assert numpy_err.startswith("Warning: divide by zero encountered in")
+    assert ours.startswith("Warning: divide by zero encountered in"), ours
