@@ -8,7 +8,9 @@
  *                  place by the unit (mutated arguments) and must be writeable;
  *         outputs  tuple of (dtype code, dims): each dim an int, or (input, axis) for a
  *                  dynamic size read from that input's shape;
- *         results  tuple of ints: k >= 0 is output k, -(i+1) is input i itself.
+ *         results  tuple of ints: k >= 0 is output k, -(i+1) is input i itself;
+ *         quiet    (optional) NumPy FPE bits never reported (1 divide, 2 over, 4 under,
+ *                  8 invalid: the graph's own np.errstate blocks, capture/np_table.py).
  *       dtype codes are kernels/abi.h's (0 bool, 1 uint8, 2 int32, 3 int64, 4 float32,
  *       5 float64). Strided inputs are passed with their strides (never copied);
  *       unaligned or byte-swapped ones are copied for the call (and copied back when
@@ -237,6 +239,7 @@ typedef struct {
   dx_kernel_fn fn;
   dx_set_schedule_fn set_schedule; /* NULL in units built before it existed */
   int32_t sched_threads, sched_chunks; /* mode="max-autotune"'s choice; 0, 0: default */
+  int32_t quiet; /* NumPy FPE bits never reported (Note [errstate inside captured code]) */
   void* handle;
   int32_t n_in, n_out, n_res;
   in_spec* ins;
@@ -271,14 +274,16 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
                              PyObject* kwnames);
 
 static PyObject* Kernel_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
-  static char* kwlist[] = {"path", "inputs", "outputs", "results", NULL};
+  static char* kwlist[] = {"path", "inputs", "outputs", "results", "quiet", NULL};
   PyObject *path, *inputs, *outputs, *results;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!O!O!", kwlist, &path, &PyTuple_Type, &inputs,
-                                   &PyTuple_Type, &outputs, &PyTuple_Type, &results))
+  int quiet = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!O!O!|i", kwlist, &path, &PyTuple_Type, &inputs,
+                                   &PyTuple_Type, &outputs, &PyTuple_Type, &results, &quiet))
     return NULL;
   KernelObject* self = (KernelObject*)type->tp_alloc(type, 0);
   if (!self) return NULL;
   self->vectorcall = (vectorcallfunc)Kernel_call;
+  self->quiet = quiet & 15;
   Py_INCREF(path);
   self->path = path;
   self->n_in = (int32_t)PyTuple_GET_SIZE(inputs);
@@ -481,9 +486,10 @@ static int import_fperr(void) {
 
 /* Applies NumPy's error policy to the flags fe a kernel raised: 0, or -1 with the
  * exception the policy asks for (or a failure of the policy's callback) set. */
-static int report_fp(int fe) {
-  const int bits = numpy_bits(fe);
+static int report_fp(int fe, int quiet) {
+  const int bits = numpy_bits(fe) & ~quiet;
   feclearexcept(DX_FE_ALL);
+  if (!bits) return 0;
   if (import_fperr() < 0) return -1;
   if (dx_extobj_var) {
     PyObject* state = NULL;
@@ -653,7 +659,7 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
           PyArray_CopyInto((PyArrayObject*)args[i], arr[i]) < 0)
         goto done;
     }
-    if (fe && report_fp(fe) < 0) goto done;
+    if (fe && report_fp(fe, self->quiet) < 0) goto done;
   }
   result = PyTuple_New(self->n_res);
   if (!result) goto done;

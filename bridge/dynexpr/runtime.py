@@ -107,6 +107,7 @@ def calling_convention(s: Schedule) -> dict:
         "inputs": [[CODES[dt], len(shape), bool(w)] for dt, shape, w in s.inputs],
         "outputs": [[CODES[b.dtype], [dim(d) for d in b.shape]] for b in s.outputs],
         "results": list(s.results),
+        "quiet": s.graph.quiet,
     }
 
 
@@ -120,6 +121,7 @@ def _kernel(art: cache.Artifact):
         tuple((c, tuple(tuple(d) if isinstance(d, list) else d for d in dims))
               for c, dims in m["outputs"]),
         tuple(m["results"]),
+        m.get("quiet", 0),
     )
 
 

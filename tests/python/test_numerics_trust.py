@@ -388,3 +388,24 @@ def test_print_mode_writes_numpy_s_line(backend, capfd):
     assert_same(want, got)
     assert numpy_err.startswith("Warning: divide by zero encountered in")
     assert ours.startswith("Warning: divide by zero encountered in"), ours
+
+
+def quiet_block(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(x) / x
+    return np.where(np.isfinite(y), y, 0.0)
+
+
+def quiet_divide_only(x):
+    with np.errstate(divide="ignore"):
+        a = 1.0 / x
+    return a + np.sqrt(x - 10.0)  # 'invalid' outside the block is still reported
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise", "call"])
+@pytest.mark.parametrize("fn", [quiet_block, quiet_divide_only])
+def test_errstate_inside_the_captured_function(backend, fn, mode):
+    """Note [errstate inside captured code]: the function's own np.errstate blocks
+    silence what they silence in NumPy, whatever the caller's error state."""
+    x = np.array([0.0, -1.0, 0.5, 2.0, 3.0, 0.0, 7.0])
+    assert_same_outcome(fn, [x], mode, backend)
