@@ -10,7 +10,8 @@
  *                  dynamic size read from that input's shape;
  *         results  tuple of ints: k >= 0 is output k, -(i+1) is input i itself;
  *         quiet    (optional) NumPy FPE bits never reported (1 divide, 2 over, 4 under,
- *                  8 invalid: the graph's own np.errstate blocks, capture/np_table.py).
+ *                  8 invalid: the graph's own np.errstate blocks, capture/np_table.py);
+ *         where    (optional) the op named in each kind's report (dynexpr.fperr.op_names).
  *       dtype codes are kernels/abi.h's (0 bool, 1 uint8, 2 int32, 3 int64, 4 float32,
  *       5 float64). Strided inputs are passed with their strides (never copied);
  *       unaligned or byte-swapped ones are copied for the call (and copied back when
@@ -240,6 +241,7 @@ typedef struct {
   dx_set_schedule_fn set_schedule; /* NULL in units built before it existed */
   int32_t sched_threads, sched_chunks; /* mode="max-autotune"'s choice; 0, 0: default */
   int32_t quiet; /* NumPy FPE bits never reported (Note [errstate inside captured code]) */
+  PyObject* where; /* a tuple of 4 op names for the reports, or NULL */
   void* handle;
   int32_t n_in, n_out, n_res;
   in_spec* ins;
@@ -256,6 +258,7 @@ static void Kernel_dealloc(PyObject* obj) {
   PyMem_Free(self->outs);
   PyMem_Free(self->res);
   Py_XDECREF(self->path);
+  Py_XDECREF(self->where);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -274,16 +277,20 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
                              PyObject* kwnames);
 
 static PyObject* Kernel_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
-  static char* kwlist[] = {"path", "inputs", "outputs", "results", "quiet", NULL};
-  PyObject *path, *inputs, *outputs, *results;
+  static char* kwlist[] = {"path", "inputs", "outputs", "results", "quiet", "where", NULL};
+  PyObject *path, *inputs, *outputs, *results, *where = NULL;
   int quiet = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!O!O!|i", kwlist, &path, &PyTuple_Type, &inputs,
-                                   &PyTuple_Type, &outputs, &PyTuple_Type, &results, &quiet))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!O!O!|iO!", kwlist, &path, &PyTuple_Type,
+                                   &inputs, &PyTuple_Type, &outputs, &PyTuple_Type, &results,
+                                   &quiet, &PyTuple_Type, &where))
     return NULL;
+  if (where && PyTuple_GET_SIZE(where) != 4) where = NULL; /* one name per kind, or none */
   KernelObject* self = (KernelObject*)type->tp_alloc(type, 0);
   if (!self) return NULL;
   self->vectorcall = (vectorcallfunc)Kernel_call;
   self->quiet = quiet & 15;
+  Py_XINCREF(where);
+  self->where = where;
   Py_INCREF(path);
   self->path = path;
   self->n_in = (int32_t)PyTuple_GET_SIZE(inputs);
@@ -486,7 +493,7 @@ static int import_fperr(void) {
 
 /* Applies NumPy's error policy to the flags fe a kernel raised: 0, or -1 with the
  * exception the policy asks for (or a failure of the policy's callback) set. */
-static int report_fp(int fe, int quiet) {
+static int report_fp(int fe, int quiet, PyObject* where) {
   const int bits = numpy_bits(fe) & ~quiet;
   feclearexcept(DX_FE_ALL);
   if (!bits) return 0;
@@ -509,7 +516,8 @@ static int report_fp(int fe, int quiet) {
     }
     if (state && !(bits & ~dx_ignored)) return 0;
   }
-  PyObject* r = PyObject_CallFunction(dx_fp_report, "i", bits);
+  PyObject* r = where ? PyObject_CallFunction(dx_fp_report, "iO", bits, where)
+                      : PyObject_CallFunction(dx_fp_report, "i", bits);
   if (!r) return -1;
   Py_DECREF(r);
   return 0;
@@ -659,7 +667,7 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
           PyArray_CopyInto((PyArrayObject*)args[i], arr[i]) < 0)
         goto done;
     }
-    if (fe && report_fp(fe, self->quiet) < 0) goto done;
+    if (fe && report_fp(fe, self->quiet, self->where) < 0) goto done;
   }
   result = PyTuple_New(self->n_res);
   if (!result) goto done;

@@ -308,8 +308,32 @@ def test_warning_names_the_callers_line(backend):
         warnings.simplefilter("always")
         f(x)
     [w] = [w for w in caught if issubclass(w.category, RuntimeWarning)]
-    assert str(w.message).startswith("divide by zero encountered in")
+    assert str(w.message) == "divide by zero encountered in divide"  # NumPy's words
     assert w.filename == __file__
+
+
+def test_report_names_the_ops_that_can_raise_it(backend):
+    def chain(x):
+        return np.exp(x * 1000.0) + np.sqrt(x - 10.0)
+
+    f = dynexpr.capture(chain, backend=backend)
+    x = np.ones(5)
+    with np.errstate(all="ignore"):
+        f(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f(x)
+    got = sorted(str(w.message) for w in caught)
+    if backend == "eager":  # op by op, as NumPy
+        assert got == ["invalid value encountered in sqrt", "overflow encountered in exp"]
+    else:  # one fused loop: the graph's ops that can raise each kind, in graph order
+        inv, over = got
+        assert inv.startswith("invalid value encountered in dynexpr kernel ("), inv
+        assert over.startswith("overflow encountered in dynexpr kernel ("), over
+        inv_ops = set(inv[inv.index("(") + 1:-1].split(", "))
+        over_ops = set(over[over.index("(") + 1:-1].split(", "))
+        assert "sqrt" in inv_ops and "exp" not in inv_ops, inv
+        assert "exp" in over_ops and "sqrt" not in over_ops, over
 
 
 def test_seterr_outside_errstate(backend):
