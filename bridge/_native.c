@@ -8,10 +8,16 @@
  *                  place by the unit (mutated arguments) and must be writeable;
  *         outputs  tuple of (dtype code, dims): each dim an int, or (input, axis) for a
  *                  dynamic size read from that input's shape;
- *         results  tuple of ints: k >= 0 is output k, -(i+1) is input i itself.
+ *         results  tuple of ints: k >= 0 is output k, -(i+1) is input i itself;
+ *         quiet    (optional) NumPy FPE bits never reported (1 divide, 2 over, 4 under,
+ *                  8 invalid: the graph's own np.errstate blocks, capture/np_table.py);
+ *         where    (optional) the op named in each kind's report (dynexpr.fperr.op_names).
  *       dtype codes are kernels/abi.h's (0 bool, 1 uint8, 2 int32, 3 int64, 4 float32,
  *       5 float64). Strided inputs are passed with their strides (never copied);
- *       non-native byte order, unaligned data or an unsupported dtype raise TypeError.
+ *       unaligned or byte-swapped ones are copied for the call (and copied back when
+ *       written: Note [inputs a kernel cannot read in place]); an unsupported dtype
+ *       raises TypeError. Floating-point flags the kernel raises are reported as NumPy's
+ *       error state says (Note [floating-point errors]).
  *       The unit's status becomes ValueError (2), IndexError (3), MemoryError (4),
  *       TypeError (5) or RuntimeError (anything else), with the unit's message.
  *
@@ -35,6 +41,7 @@
 #include <structmember.h>
 #include <dlfcn.h>
 #include <stdint.h>
+#include <fenv.h>
 #include <math.h>
 #include <string.h>
 
@@ -233,6 +240,8 @@ typedef struct {
   dx_kernel_fn fn;
   dx_set_schedule_fn set_schedule; /* NULL in units built before it existed */
   int32_t sched_threads, sched_chunks; /* mode="max-autotune"'s choice; 0, 0: default */
+  int32_t quiet; /* NumPy FPE bits never reported (Note [errstate inside captured code]) */
+  PyObject* where; /* a tuple of 4 op names for the reports, or NULL */
   void* handle;
   int32_t n_in, n_out, n_res;
   in_spec* ins;
@@ -249,6 +258,7 @@ static void Kernel_dealloc(PyObject* obj) {
   PyMem_Free(self->outs);
   PyMem_Free(self->res);
   Py_XDECREF(self->path);
+  Py_XDECREF(self->where);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -267,14 +277,20 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
                              PyObject* kwnames);
 
 static PyObject* Kernel_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
-  static char* kwlist[] = {"path", "inputs", "outputs", "results", NULL};
-  PyObject *path, *inputs, *outputs, *results;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!O!O!", kwlist, &path, &PyTuple_Type, &inputs,
-                                   &PyTuple_Type, &outputs, &PyTuple_Type, &results))
+  static char* kwlist[] = {"path", "inputs", "outputs", "results", "quiet", "where", NULL};
+  PyObject *path, *inputs, *outputs, *results, *where = NULL;
+  int quiet = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!O!O!|iO!", kwlist, &path, &PyTuple_Type,
+                                   &inputs, &PyTuple_Type, &outputs, &PyTuple_Type, &results,
+                                   &quiet, &PyTuple_Type, &where))
     return NULL;
+  if (where && PyTuple_GET_SIZE(where) != 4) where = NULL; /* one name per kind, or none */
   KernelObject* self = (KernelObject*)type->tp_alloc(type, 0);
   if (!self) return NULL;
   self->vectorcall = (vectorcallfunc)Kernel_call;
+  self->quiet = quiet & 15;
+  Py_XINCREF(where);
+  self->where = where;
   Py_INCREF(path);
   self->path = path;
   self->n_in = (int32_t)PyTuple_GET_SIZE(inputs);
@@ -371,18 +387,20 @@ fail:
   return NULL;
 }
 
-/* Fills *a from array obj (input i); returns 0, or -1 with an exception set. */
+/* Fills *a from array obj (input i); returns 0, 1 when the kernel cannot read the array
+ * in place (Note [inputs a kernel cannot read in place]: the caller passes a copy), or -1
+ * with an exception set. */
 static int describe_input(KernelObject* self, int32_t i, PyArrayObject* arr, dx_array* a,
                           int64_t* strides) {
   const in_spec* s = &self->ins[i];
   PyArray_Descr* d = PyArray_DESCR(arr);
   const int code = dx_code_of(d);
-  if (code < 0 || PyArray_ISBYTESWAPPED(arr)) {
+  if (code < 0) {
     PyObject* name = PyObject_Str((PyObject*)d);
     PyErr_Format(PyExc_TypeError,
-                 "dynexpr: argument %d has dtype %S%s, which compiled kernels do not take; "
-                 "pass bool/uint8/int32/int64/float32/float64 in native byte order",
-                 (int)i, name ? name : Py_None, PyArray_ISBYTESWAPPED(arr) ? " (byte-swapped)" : "");
+                 "dynexpr: argument %d has dtype %S, which compiled kernels do not take; "
+                 "pass bool/uint8/int32/int64/float32/float64",
+                 (int)i, name ? name : Py_None);
     Py_XDECREF(name);
     return -1;
   }
@@ -403,20 +421,13 @@ static int describe_input(KernelObject* self, int32_t i, PyArrayObject* arr, dx_
     PyErr_Format(PyExc_ValueError, "assignment destination is read-only (argument %d)", (int)i);
     return -1;
   }
-  if (!PyArray_ISALIGNED(arr)) {
-    PyErr_Format(PyExc_TypeError,
-                 "dynexpr: argument %d is not aligned to its dtype; pass a copy", (int)i);
-    return -1;
-  }
+  /* One flag test on the common path: NumPy's ALIGNED covers the data pointer and every
+   * stride (a stride that is not a multiple of the item size is not aligned either). */
+  if (!PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return 1;
   const npy_intp item = PyDataType_ELSIZE(d);
   const npy_intp* bs = PyArray_STRIDES(arr);
   for (int k = 0; k < nd; ++k) {
-    if (bs[k] % item) {
-      PyErr_Format(PyExc_TypeError,
-                   "dynexpr: argument %d has a stride that is not a multiple of its item size; "
-                   "pass a copy", (int)i);
-      return -1;
-    }
+    if (bs[k] % item) return 1;
     strides[k] = bs[k] / item;
   }
   a->data = PyArray_DATA(arr);
@@ -424,6 +435,91 @@ static int describe_input(KernelObject* self, int32_t i, PyArrayObject* arr, dx_
   a->ndim = nd;
   a->shape = (const int64_t*)PyArray_DIMS(arr);
   a->strides = strides;
+  return 0;
+}
+
+/* Note [inputs a kernel cannot read in place]
+ * NumPy computes with any array of a supported dtype: a field of a packed record array
+ * (unaligned), non-native byte order, a buffer at an odd offset. A kernel reads aligned
+ * native values, so such an input is copied into a new aligned, native, C-ordered array
+ * for the call; an input the kernel updates in place (a mutated argument) is then copied
+ * back into the caller's array after the kernel ran, as NumPy's in-place ops would have
+ * left it. Ordinary arrays never come here (describe_input's one flag test). */
+static PyArrayObject* readable_copy(PyArrayObject* arr, int code) {
+  PyArray_Descr* native = PyArray_DescrFromType(dx_typenum[code]);
+  if (!native) return NULL;
+  return (PyArrayObject*)PyArray_FromArray(arr, native, NPY_ARRAY_CARRAY | NPY_ARRAY_ENSURECOPY);
+}
+
+/* Note [floating-point errors]
+ * NumPy reports the IEEE flags its loops raise (divide by zero, overflow, underflow,
+ * invalid) as np.errstate / np.seterr say: ignore, warn, raise, call, print or log. A
+ * kernel computes the same values with the same instructions, so it raises the same
+ * flags; Kernel_call clears them before the kernel and reads them after it, on the
+ * calling thread, which also holds the flags of the pool threads that ran chunks of the
+ * call (dynexpr::parallel::parallel_for hands them back, Note [flags of pool threads]).
+ * The hot path costs two flag reads. Only when a flag is set does the policy matter: an
+ * errstate whose modes for the raised flags are all 'ignore' is recognised by the
+ * identity of NumPy's error-state object (a context variable, the same object until
+ * errstate/seterr change it), so the default policy (underflow: ignore) costs no Python
+ * work; anything else goes to dynexpr.fperr.report, which does what NumPy does. */
+#define DX_FE_ALL (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)
+
+static PyObject* dx_extobj_var;   /* numpy._core.umath._extobj_contextvar, or NULL */
+static PyObject* dx_extobj_seen;  /* the error state dx_ignored was computed for */
+static int dx_ignored;            /* NumPy FPE bits whose mode is 'ignore' there */
+static PyObject* dx_fp_report;    /* dynexpr.fperr.report, imported on first use */
+static PyObject* dx_fp_ignored;   /* dynexpr.fperr.ignored */
+
+/* NumPy's NPY_FPE_* bits of the C flags fe. */
+static int numpy_bits(int fe) {
+  return ((fe & FE_DIVBYZERO) ? 1 : 0) | ((fe & FE_OVERFLOW) ? 2 : 0) |
+         ((fe & FE_UNDERFLOW) ? 4 : 0) | ((fe & FE_INVALID) ? 8 : 0);
+}
+
+static int import_fperr(void) {
+  if (dx_fp_report) return 0;
+  PyObject* m = PyImport_ImportModule("dynexpr.fperr");
+  if (!m) return -1;
+  dx_fp_report = PyObject_GetAttrString(m, "report");
+  dx_fp_ignored = dx_fp_report ? PyObject_GetAttrString(m, "ignored") : NULL;
+  Py_DECREF(m);
+  if (!dx_fp_ignored) {
+    Py_CLEAR(dx_fp_report);
+    return -1;
+  }
+  return 0;
+}
+
+/* Applies NumPy's error policy to the flags fe a kernel raised: 0, or -1 with the
+ * exception the policy asks for (or a failure of the policy's callback) set. */
+static int report_fp(int fe, int quiet, PyObject* where) {
+  const int bits = numpy_bits(fe) & ~quiet;
+  feclearexcept(DX_FE_ALL);
+  if (!bits) return 0;
+  if (import_fperr() < 0) return -1;
+  if (dx_extobj_var) {
+    PyObject* state = NULL;
+    if (PyContextVar_Get(dx_extobj_var, NULL, &state) < 0) return -1;
+    if (state && state != dx_extobj_seen) {
+      PyObject* r = PyObject_CallNoArgs(dx_fp_ignored);
+      const long v = r ? PyLong_AsLong(r) : -1;
+      Py_XDECREF(r);
+      if (v == -1 && PyErr_Occurred()) {
+        Py_DECREF(state);
+        return -1;
+      }
+      Py_XSETREF(dx_extobj_seen, state); /* keeps the reference: identity stays valid */
+      dx_ignored = (int)v;
+    } else {
+      Py_XDECREF(state);
+    }
+    if (state && !(bits & ~dx_ignored)) return 0;
+  }
+  PyObject* r = where ? PyObject_CallFunction(dx_fp_report, "iO", bits, where)
+                      : PyObject_CallFunction(dx_fp_report, "i", bits);
+  if (!r) return -1;
+  Py_DECREF(r);
   return 0;
 }
 
@@ -457,7 +553,7 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
   dx_array in_s[DX_STACK_ARGS], out_s[DX_STACK_ARGS];
   int64_t in_st_s[DX_STACK_ARGS * DX_MAX_RANK], out_st_s[DX_STACK_ARGS * DX_MAX_RANK];
   PyArrayObject* arr_s[DX_STACK_ARGS];
-  PyObject* own_s[DX_STACK_ARGS];
+  PyObject* own_s[2 * DX_STACK_ARGS];
   PyArrayObject* outa_s[DX_STACK_ARGS];
   void* heap = NULL;
   dx_array *in = in_s, *out = out_s;
@@ -467,8 +563,9 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
   PyArrayObject** outa = outa_s;
   const int32_t nmax = n_in > n_out ? n_in : n_out;
   if (nmax > DX_STACK_ARGS) {
+    /* own holds up to two arrays per input (a converted scalar, a readable copy). */
     const size_t per = 2 * sizeof(dx_array) + 2 * DX_MAX_RANK * sizeof(int64_t) +
-                       3 * sizeof(void*);
+                       4 * sizeof(void*);
     heap = PyMem_Calloc((size_t)nmax, per);
     if (!heap) return PyErr_NoMemory();
     char* p = heap;
@@ -477,11 +574,11 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
     in_st = (int64_t*)p, p += nmax * DX_MAX_RANK * sizeof(int64_t);
     out_st = (int64_t*)p, p += nmax * DX_MAX_RANK * sizeof(int64_t);
     arr = (PyArrayObject**)p, p += nmax * sizeof(void*);
-    own = (PyObject**)p, p += nmax * sizeof(void*);
+    own = (PyObject**)p, p += 2 * nmax * sizeof(void*);
     outa = (PyArrayObject**)p;
   }
   PyObject* result = NULL;
-  int32_t n_own = 0, n_made = 0;
+  int32_t n_own = 0, n_made = 0, n_back = 0;
   for (int32_t i = 0; i < n_in; ++i) {
     PyObject* o = args[i];
     if (!PyArray_Check(o)) {
@@ -496,7 +593,21 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
       own[n_own++] = o;
     }
     arr[i] = (PyArrayObject*)o;
-    if (describe_input(self, i, arr[i], &in[i], in_st + (size_t)i * DX_MAX_RANK) < 0) goto done;
+    int how = describe_input(self, i, arr[i], &in[i], in_st + (size_t)i * DX_MAX_RANK);
+    if (how > 0) { /* Note [inputs a kernel cannot read in place] */
+      PyArrayObject* c = readable_copy(arr[i], self->ins[i].code);
+      if (!c) goto done;
+      own[n_own++] = (PyObject*)c;
+      n_back += self->ins[i].written;
+      arr[i] = c;
+      how = describe_input(self, i, c, &in[i], in_st + (size_t)i * DX_MAX_RANK);
+      if (how > 0) {
+        PyErr_Format(PyExc_RuntimeError, "dynexpr: argument %d: an aligned copy is still "
+                     "not readable by the kernel (a dynexpr bug)", (int)i);
+        goto done;
+      }
+    }
+    if (how < 0) goto done;
   }
   for (int32_t k = 0; k < n_out; ++k) {
     const out_spec* s = &self->outs[k];
@@ -536,15 +647,27 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
     err[0] = '\0';
     int32_t rc;
     const int tuned = self->set_schedule && (self->sched_threads || self->sched_chunks);
+    int fe;
     Py_BEGIN_ALLOW_THREADS
+    /* Note [floating-point errors]: flags left by earlier work are not this call's. */
+    if (fetestexcept(DX_FE_ALL)) feclearexcept(DX_FE_ALL);
     if (tuned) self->set_schedule(self->sched_threads, self->sched_chunks);
     rc = self->fn(in, n_in, out, n_out, err, sizeof err);
     if (tuned) self->set_schedule(0, 0);
+    fe = fetestexcept(DX_FE_ALL);
     Py_END_ALLOW_THREADS
     if (rc != 0) {
       raise_status(rc, err);
       goto done;
     }
+    /* Mutated arguments that were copied go back first: NumPy's in-place op has
+     * written them when its error handler raises. */
+    for (int32_t i = 0; n_back && i < n_in; ++i) {
+      if (self->ins[i].written && (PyObject*)arr[i] != args[i] &&
+          PyArray_CopyInto((PyArrayObject*)args[i], arr[i]) < 0)
+        goto done;
+    }
+    if (fe && report_fp(fe, self->quiet, self->where) < 0) goto done;
   }
   result = PyTuple_New(self->n_res);
   if (!result) goto done;
@@ -1356,6 +1479,14 @@ PyMODINIT_FUNC PyInit__native(void) {
   may_share_memory = PyObject_GetAttrString(np, "may_share_memory");
   Py_DECREF(np);
   if (!may_share_memory) return NULL;
+  /* NumPy's error state (NumPy >= 2.0); without it every raised flag asks Python. */
+  PyObject* umath = PyImport_ImportModule("numpy._core.umath");
+  dx_extobj_var = umath ? PyObject_GetAttrString(umath, "_extobj_contextvar") : NULL;
+  Py_XDECREF(umath);
+  if (!dx_extobj_var || !PyContextVar_CheckExact(dx_extobj_var)) {
+    Py_CLEAR(dx_extobj_var);
+    PyErr_Clear();
+  }
   const char* mb = getenv("DYNEXPR_BUFFER_CACHE_MB");
   dx_cache.cap = (size_t)(mb && *mb ? strtoull(mb, NULL, 10) : 256) << 20;
   dx_handler_capsule = PyCapsule_New(&dx_handler, "mem_handler", NULL);

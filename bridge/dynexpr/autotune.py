@@ -22,6 +22,8 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
+
 from . import cache, logs
 
 stats = {"timed": 0, "loaded": 0}  # kernels tuned by timing, and choices read back
@@ -59,21 +61,24 @@ def tune(kernel: Any, unit_key: str, inputs: list, written: set[int], name: str)
     pool = config.num_threads or pool
     cands = candidates(pool)
     times = {c: [] for c in cands}
-    kernel.set_schedule(0, 0)
-    t0 = time.perf_counter()
-    kernel(*args)
-    once = max(time.perf_counter() - t0, 1e-7)
-    calls = max(3, min(200, int(2e-3 / once)))
-    for _ in range(5):
-        for c in cands:
-            kernel.set_schedule(*c)
-            kernel(*args)  # warm: the pool wakes, caches fill
-            samples = []
-            for _ in range(calls):
-                t = time.perf_counter()
-                kernel(*args)
-                samples.append(time.perf_counter() - t)
-            times[c].append(statistics.median(samples))
+    # The timing calls are dynexpr's, not the user's: their floating-point errors (an
+    # in-place update repeated hundreds of times overflows) are nobody's to report.
+    with np.errstate(all="ignore"):
+        kernel.set_schedule(0, 0)
+        t0 = time.perf_counter()
+        kernel(*args)
+        once = max(time.perf_counter() - t0, 1e-7)
+        calls = max(3, min(200, int(2e-3 / once)))
+        for _ in range(5):
+            for c in cands:
+                kernel.set_schedule(*c)
+                kernel(*args)  # warm: the pool wakes, caches fill
+                samples = []
+                for _ in range(calls):
+                    t = time.perf_counter()
+                    kernel(*args)
+                    samples.append(time.perf_counter() - t)
+                times[c].append(statistics.median(samples))
     med = {c: statistics.median(v) for c, v in times.items()}
     best = min(med, key=med.get)
     if med[best] > 0.97 * med[(0, 0)]:

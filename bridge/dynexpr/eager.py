@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ir
+from . import fperr, ir
 from .capture.errors import InternalError
 from .capture.infer import index_to_python
 
@@ -92,9 +92,13 @@ def compile_graph(
     graph: ir.Graph, example_inputs: Sequence[Any] | None = None, **_: Any
 ) -> Callable:
     plan = [(v, _evaluator(v), tuple(a.id for a in v.args)) for v in graph.values]
+    # The names NumPy's messages use ("divide" for true_divide, "cast" for astype).
+    names = {v.id: "cast" if v.op == "astype" else
+             getattr(getattr(np, v.op, None), "__name__", v.op) for v in graph.values}
     out_ids = [o.id for o in graph.outputs]
     mutations = [(i, v.id) for i, v in graph.mutations]
     n_inputs = len(graph.inputs)
+    quiet = graph.quiet  # Note [errstate inside captured code]
     dynamic = any(isinstance(d, str) for v in graph.values for d in v.shape)
 
     def run(*inputs: np.ndarray) -> tuple:
@@ -102,7 +106,9 @@ def compile_graph(
             raise TypeError(f"dynexpr: this graph takes {n_inputs} inputs, got {len(inputs)}")
         env: dict[int, Any] = {}
         sizes: dict[str, int] = {}  # dynamic extents, bound by the first value that has them
-        with np.errstate(all="ignore"):
+        # NumPy's error state applies op by op, as it would have in the plain function,
+        # with the reports naming the caller's line (Note [floating-point errors]).
+        with fperr.collecting() as (state, sink):
             for v, fn, arg_ids in plan:
                 if v.op == "input":
                     r = inputs[v.attr("index")]
@@ -111,6 +117,9 @@ def compile_graph(
                                 v.attr("value"), dtype=v.dtype)
                 else:
                     r = np.asarray(fn(v, [env[i] for i in arg_ids]))
+                    if sink is not None and sink.bits:
+                        bits, sink.bits = sink.bits & ~quiet, 0
+                        fperr.report(bits, names[v.id], state)
                 if dynamic and r.ndim == v.ndim:
                     for d, got in zip(v.shape, r.shape):
                         if isinstance(d, str):

@@ -113,6 +113,11 @@ class Graph:
     outputs: list[Value] = field(default_factory=list)
     # (input index, final value of that input) for arguments the code mutated in place.
     mutations: list[tuple[int, Value]] = field(default_factory=list)
+    # NumPy FPE bits (1 divide, 2 over, 4 under, 8 invalid) that np.errstate(...="ignore")
+    # blocks in the captured code silence: the graph's floating-point reports leave them
+    # out whatever the caller's error state (Note [errstate inside captured code],
+    # capture/np_table.py).
+    quiet: int = 0
 
     def add(self, v: Value) -> Value:
         v.id = len(self.values)
@@ -139,6 +144,8 @@ class Graph:
         lines.append("return (" + ", ".join(f"%{o.id}" for o in self.outputs) + ")")
         for i, v in self.mutations:
             lines.append(f"mutate input[{i}] <- %{v.id}")
+        if self.quiet:
+            lines.append(f"quiet fp errors {self.quiet}")
         return "\n".join(lines)
 
     def key(self) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import cache, codegen, ir
+from . import cache, codegen, fperr, ir
 from .schedule import Schedule, schedule
 
 CODES = {name: k for k, name in enumerate(ir.DTYPES)}  # kernels/abi.h dx_dtype_code order
@@ -70,7 +70,7 @@ def cached(p: Plan) -> Compiled | None:
     if art is None:
         return None
     cache.stats["hits"] += 1
-    return Compiled(_kernel(art), art.key, p.source, p.schedule)
+    return Compiled(_kernel(art, p.schedule), art.key, p.source, p.schedule)
 
 
 def finish(p: Plan) -> Compiled:
@@ -78,7 +78,7 @@ def finish(p: Plan) -> Compiled:
     if p.key is None:
         return Compiled(_identity(p.conv), None, "", p.schedule)
     art = cache.get_or_build(p.source, p.conv)
-    return Compiled(_kernel(art), art.key, p.source, p.schedule)
+    return Compiled(_kernel(art, p.schedule), art.key, p.source, p.schedule)
 
 
 def load(key: str):
@@ -107,19 +107,26 @@ def calling_convention(s: Schedule) -> dict:
         "inputs": [[CODES[dt], len(shape), bool(w)] for dt, shape, w in s.inputs],
         "outputs": [[CODES[b.dtype], [dim(d) for d in b.shape]] for b in s.outputs],
         "results": list(s.results),
+        "quiet": s.graph.quiet,
+        "where": fperr.op_names(s.graph.ops()),
     }
 
 
-def _kernel(art: cache.Artifact):
+def _kernel(art: cache.Artifact, s: Schedule | None = None):
+    """The native callable of `art`; its error reports name the ops of schedule `s`'s
+    graph, or (a warm start without the graph) those recorded beside the artifact."""
     from . import _native
 
     m = art.meta
+    where = fperr.op_names(s.graph.ops()) if s is not None else m.get("where")
     return _native.Kernel(
         str(art.so),
         tuple((c, n, bool(w)) for c, n, w in m["inputs"]),
         tuple((c, tuple(tuple(d) if isinstance(d, list) else d for d in dims))
               for c, dims in m["outputs"]),
         tuple(m["results"]),
+        m.get("quiet", 0),
+        tuple(where or ()),
     )
 
 

@@ -285,10 +285,20 @@ def _facts(fact: Callable) -> Callable:
     return handler
 
 
+# Note [errstate inside captured code]
+# A captured graph reports its floating-point errors as the caller's np.errstate says
+# (Note [floating-point errors] in bridge/_native.c). A `with np.errstate(...)` block in
+# the captured code changes that for the ops inside the block only, but a fused kernel
+# cannot tell which op raised a flag: so the kinds a block sets to 'ignore' are silenced
+# for the whole graph (ir.Graph.quiet). Ops outside the block then miss those reports,
+# never report where NumPy would not. 'raise' and 'call' make NumPy react to the data
+# and break the graph; 'warn'/'print'/'log' inside a block follow the caller's state.
+_FPE_BITS = {"divide": 1, "over": 2, "under": 4, "invalid": 8, "all": 15}
+
+
 class QuietErrors:
-    """What `np.errstate(...)` is inside captured code: compiled kernels never warn, so
-    ignoring or warning about floating-point errors changes nothing; 'raise' would.
-    `settings` make the real one where plain Python runs the block (resume.py)."""
+    """What `np.errstate(...)` is inside captured code (Note [errstate inside captured
+    code]). `settings` make the real one where plain Python runs the block (resume.py)."""
 
     def __init__(self, settings: dict) -> None:
         self.settings = settings
@@ -305,6 +315,10 @@ def _errstate(tx, args, kwargs):
             "np.errstate(...='raise'/'call') makes NumPy react to the data; dynexpr "
             "cannot capture it"
         )
+    graph = tx.ctx.graph.graph
+    for kind, mode in settings.items():
+        if mode == "ignore":
+            graph.quiet |= _FPE_BITS.get(kind, 0)
     return PyVar(QuietErrors(settings))
 
 

@@ -115,4 +115,5 @@ def _rebuild(ctx: Context, outputs: list, mutations: list) -> tuple[ir.Graph, li
         )
     g.outputs = [new[v.id] for v in outputs]
     g.mutations = [(new[o.id].attr("index"), new[v.id]) for o, v in mutations]
+    g.quiet = ctx.graph.graph.quiet
     return g, sources

@@ -6,10 +6,12 @@
 // outside it. NumPy gives inf, 0, NaN or a correct value there. Each SIMD body below
 // therefore tests its lanes against the range; a packet with any lane outside it (rare
 // in practice: NaN, inf, huge arguments, log of 0) takes the C library's answer for those
-// lanes. The fast path costs one compare and one branch per packet.
+// lanes (with the C library's floating-point flags, which are NumPy's: the fast body
+// never runs on them). The fast path costs one compare and one branch per packet.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "dynexpr/core/config.hpp"
@@ -24,9 +26,33 @@ namespace dynexpr::ops {
 namespace detail {
 template <class D, class V, class Fast, class Exact>
 DYNEXPR_INLINE V guarded(D d, V x, hn::Mask<D> ok, Fast fast, Exact exact) {
-  const V r = fast(x);
-  if (HWY_LIKELY(hn::AllTrue(d, ok))) return r;
-  return hn::IfThenElse(ok, r, simd::lanewise(d, exact, d, x));
+  if (HWY_LIKELY(hn::AllTrue(d, ok))) return fast(x);
+  // The fast body sees only in-range values: on the others its intermediate results
+  // raise floating-point flags NumPy would not (exp(NaN) converts NaN to an integer:
+  // "invalid"; tanh(400) overflows inside). Those lanes take an in-range lane's value
+  // there, and the C library's answer, with the C library's flags (NumPy's), in the
+  // result; the in-range lanes likewise give the library a quiet value.
+  const std::intptr_t first = hn::FindFirstTrue(d, ok);
+  if (first < 0) return simd::lanewise(d, exact, d, x);
+  alignas(64) hn::TFromD<D> lanes[simd::max_lanes_v<D>];
+  hn::Store(x, d, lanes);
+  const V safe = hn::Set(d, lanes[first]);
+  return hn::IfThenElse(ok, fast(hn::IfThenElse(ok, x, safe)),
+                        simd::lanewise(d, exact, d, hn::IfThenElse(ok, safe, x)));
+}
+/// guarded for two arguments: fast(a, b) on the lanes where ok holds, exact elsewhere.
+template <class D, class V, class Fast, class Exact>
+DYNEXPR_INLINE V guarded2(D d, V a, V b, hn::Mask<D> ok, Fast fast, Exact exact) {
+  if (HWY_LIKELY(hn::AllTrue(d, ok))) return fast(a, b);
+  const std::intptr_t first = hn::FindFirstTrue(d, ok);
+  if (first < 0) return simd::lanewise(d, exact, d, a, b);
+  alignas(64) hn::TFromD<D> la[simd::max_lanes_v<D>], lb[simd::max_lanes_v<D>];
+  hn::Store(a, d, la);
+  hn::Store(b, d, lb);
+  const V sa = hn::Set(d, la[first]), sb = hn::Set(d, lb[first]);
+  return hn::IfThenElse(ok, fast(hn::IfThenElse(ok, a, sa), hn::IfThenElse(ok, b, sb)),
+                        simd::lanewise(d, exact, d, hn::IfThenElse(ok, sa, a),
+                                       hn::IfThenElse(ok, sb, b)));
 }
 template <class D, class V>
 DYNEXPR_INLINE hn::Mask<D> within(D d, V x, double lo, double hi) {
@@ -76,7 +102,7 @@ inline constexpr double max_finite = static_cast<double>(std::numeric_limits<T>:
 DYNEXPR_FLOAT_UNARY_OP(sqrt_op, "sqrt", "sqrt", 4, ({0, 0, 0, 1e6}), std::sqrt(x), DYNEXPR_ALL, hn::Sqrt(x))
 DYNEXPR_FLOAT_UNARY_OP(exp_op, "exp", "exp", 12, ({1, 1, -80, 80}), std::exp(x), DYNEXPR_EXP_RANGE, hn::Exp(d, x))
 DYNEXPR_FLOAT_UNARY_OP(expm1_op, "expm1", "expm1", 14, ({4, 4, -80, 80}), std::expm1(x), DYNEXPR_EXP_RANGE, detail::keep_zero(d, x, hn::Expm1(d, x)))
-DYNEXPR_FLOAT_UNARY_OP(exp2_op, "exp2", "exp2", 14, ({1, 1, -120, 120}), std::exp2(x), DYNEXPR_ALL, simd::Exp2(d, x))
+DYNEXPR_FLOAT_UNARY_OP(exp2_op, "exp2", "exp2", 14, ({1, 1, -120, 120}), std::exp2(x), DYNEXPR_FINITE, simd::Exp2(d, x))
 DYNEXPR_FLOAT_UNARY_OP(log_op, "log", "log", 12, ({4, 4, 1e-30, 1e30}), std::log(x),
                        detail::above_within(d, x, 0, detail::max_finite<T>), hn::Log(d, x))
 DYNEXPR_FLOAT_UNARY_OP(log1p_op, "log1p", "log1p", 14, ({2, 2, -0.99, 1e30}), std::log1p(x),
@@ -93,13 +119,19 @@ DYNEXPR_FLOAT_UNARY_OP(tan_op, "tan", "tan", 30, ({1, 1, -1.5, 1.5}), std::tan(x
                        detail::within(d, x, -39000, 39000), detail::keep_zero(d, x, simd::Tan(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(tanh_op, "tanh", "tanh", 16, ({4, 4, -20, 20}), std::tanh(x), DYNEXPR_FINITE, detail::keep_zero(d, x, simd::Tanh(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(sinh_op, "sinh", "sinh", 16, ({4, 4, -80, 80}), std::sinh(x), DYNEXPR_EXP_RANGE, detail::keep_zero(d, x, hn::Sinh(d, x)))
-DYNEXPR_FLOAT_UNARY_OP(cosh_op, "cosh", "cosh", 16, ({1.5, 1.5, -80, 80}), std::cosh(x), DYNEXPR_ALL, simd::Cosh(d, x))
+DYNEXPR_FLOAT_UNARY_OP(cosh_op, "cosh", "cosh", 16, ({1.5, 1.5, -80, 80}), std::cosh(x), DYNEXPR_FINITE, simd::Cosh(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arcsin_op, "arcsin", "asin", 16, ({3, 3, -1, 1}), std::asin(x), detail::within(d, x, -1, 1), detail::keep_zero(d, x, hn::Asin(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(arccos_op, "arccos", "acos", 16, ({2, 2, -1, 1}), std::acos(x), detail::within(d, x, -1, 1), hn::Acos(d, x))
 DYNEXPR_FLOAT_UNARY_OP(arctan_op, "arctan", "atan", 16, ({3, 3, -1e4, 1e4}), std::atan(x), DYNEXPR_FINITE, detail::keep_zero(d, x, hn::Atan(d, x)))
-DYNEXPR_FLOAT_UNARY_OP(arcsinh_op, "arcsinh", "asinh", 16, ({3, 3, -1e4, 1e4}), std::asinh(x), DYNEXPR_FINITE, detail::keep_zero(d, x, hn::Asinh(d, x)))
+// Highway's asinh/acosh square x: beyond DYNEXPR_SQUARE_SAFE that overflows (a flag
+// NumPy does not raise), so larger arguments take the C library's answer.
+#define DYNEXPR_SQUARE_SAFE (sizeof(T) == 4 ? 1e18 : 1e150)
+DYNEXPR_FLOAT_UNARY_OP(arcsinh_op, "arcsinh", "asinh", 16, ({3, 3, -1e4, 1e4}), std::asinh(x),
+                       detail::within(d, x, -DYNEXPR_SQUARE_SAFE, DYNEXPR_SQUARE_SAFE),
+                       detail::keep_zero(d, x, hn::Asinh(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(arccosh_op, "arccosh", "acosh", 16, ({3, 3, 1, 1e4}), std::acosh(x),
-                       detail::within(d, x, 1, detail::max_finite<T>), hn::Acosh(d, x))
+                       detail::within(d, x, 1, DYNEXPR_SQUARE_SAFE), hn::Acosh(d, x))
+#undef DYNEXPR_SQUARE_SAFE
 DYNEXPR_FLOAT_UNARY_OP(arctanh_op, "arctanh", "atanh", 16, ({3, 3, -0.99, 0.99}), std::atanh(x),
                        hn::And(hn::Gt(x, hn::Set(d, T(-1))), hn::Lt(x, hn::Set(d, T(1)))), detail::keep_zero(d, x, hn::Atanh(d, x)))
 DYNEXPR_FLOAT_UNARY_OP(sigmoid_op, "sigmoid", "dx_sigmoid", 14, ({1, 1, -80, 80}),
@@ -113,7 +145,7 @@ DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({1.5, 1.5, -6, 6}), std::erf(x
 #undef DYNEXPR_FLOAT_UNARY_OP
 
 /// Two-argument float functions.
-#define DYNEXPR_FLOAT_BINARY_OP(ID, NAME, CUDA, COST, ACC, STD, BODY)                     \
+#define DYNEXPR_FLOAT_BINARY_OP(ID, NAME, CUDA, COST, ACC, STD, OK, BODY)                 \
   struct ID : float_binary_rule {                                                         \
     static constexpr std::string_view name = NAME, cuda = CUDA "({0}, {1})";              \
     static constexpr int arity = 2, cost = COST;                                          \
@@ -124,10 +156,21 @@ DYNEXPR_FLOAT_UNARY_OP(erf_op, "erf", "erf", 20, ({1.5, 1.5, -6, 6}), std::erf(x
                        "cast first, e.g. dx::cast<float>(x)");                            \
     }                                                                                     \
     template <class T> static T scalar(T a, T b) { return STD(a, b); }                    \
-    template <class D, class V> static V simd(D d, V a, V b) { return BODY(d, a, b); }    \
+    template <class D, class V> static V simd(D d, V a, V b) {                            \
+      using T = hn::TFromD<D>;                                                            \
+      return detail::guarded2(d, a, b, OK, [&](V a, V b) { return BODY(d, a, b); },        \
+                              [](T a, T b) { return STD(a, b); });                        \
+    }                                                                                     \
   };
-DYNEXPR_FLOAT_BINARY_OP(arctan2_op, "arctan2", "atan2", 30, ({2, 2, -100, 100}), std::atan2, simd::Atan2)
-DYNEXPR_FLOAT_BINARY_OP(hypot_op, "hypot", "hypot", 8, ({1, 1, -1e10, 1e10}), std::hypot, simd::Hypot)
+// Both bodies compute their special cases (NaN, infinities, atan2(0, 0)) on every lane
+// and select afterwards, raising "invalid" where NumPy raises nothing: those lanes take
+// the C library's answer (Note [guarded math]).
+DYNEXPR_FLOAT_BINARY_OP(arctan2_op, "arctan2", "atan2", 30, ({2, 2, -100, 100}), std::atan2,
+                        hn::And(hn::And(hn::IsFinite(a), hn::IsFinite(b)),
+                                hn::Not(hn::And(hn::Eq(a, hn::Zero(d)), hn::Eq(b, hn::Zero(d))))),
+                        simd::Atan2)
+DYNEXPR_FLOAT_BINARY_OP(hypot_op, "hypot", "hypot", 8, ({1, 1, -1e10, 1e10}), std::hypot,
+                        hn::And(hn::IsFinite(a), hn::IsFinite(b)), simd::Hypot)
 #undef DYNEXPR_FLOAT_BINARY_OP
 
 // pow_op is declared with the arithmetic ops (it follows their dtype rule).
@@ -155,8 +198,18 @@ T pow_op::scalar(T a, T b) {
 }
 template <class D, class V>
 V pow_op::simd(D d, V a, V b) {
-  if constexpr (is_float_v<hn::TFromD<D>>) return simd::Pow(d, a, b);
-  else return detail::by_lane<pow_op>(d, a, b);
+  using T = hn::TFromD<D>;
+  if constexpr (is_float_v<T>) {
+    // simd::Pow selects its special cases (x <= 0, NaN, infinities) after computing
+    // every case on every lane, raising flags NumPy does not (and missing the "invalid"
+    // of a negative base with a non-integral exponent): those lanes take std::pow.
+    const auto ok = hn::And(hn::And(hn::Gt(a, hn::Zero(d)), hn::IsFinite(a)), hn::IsFinite(b));
+    return detail::guarded2(
+        d, a, b, ok, [&](V x, V y) { return simd::Pow(d, x, y); },
+        [](T x, T y) { return std::pow(x, y); });
+  } else {
+    return detail::by_lane<pow_op>(d, a, b);
+  }
 }
 
 }  // namespace dynexpr::ops

@@ -9,6 +9,7 @@
 // fall back to the scalar body lane by lane (simd::lanewise), keeping one semantics.
 #pragma once
 
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -34,6 +35,19 @@ constexpr T wrapping(F f, T a, T b) {
     return static_cast<T>(f(a, b));
   }
 }
+/// An integer division by zero: 0, as NumPy gives, with NumPy's "divide by zero"
+/// floating-point flag (its integer loops set it; Note [floating-point errors]).
+template <class T>
+T divide_by_zero() {
+  std::feraiseexcept(FE_DIVBYZERO);
+  return T(0);
+}
+/// MIN // -1 wraps to MIN, with NumPy's "overflow" flag.
+template <class T>
+T overflowed(T wrapped) {
+  std::feraiseexcept(FE_OVERFLOW);
+  return wrapped;
+}
 /// Calls Op's scalar body lane by lane on vectors of tag d.
 template <class Op, class D, class... V>
 DYNEXPR_INLINE hn::Vec<D> by_lane(D d, V... v) {
@@ -46,18 +60,20 @@ DYNEXPR_INLINE hn::Mask<D> by_lane_mask(D d, V... v) {
   const auto r = simd::lanewise(d, [](auto... x) { return T(Op::scalar(x...) ? 1 : 0); }, d, v...);
   return simd::nonzero(d, r);
 }
-// NaN-propagating min/max (NumPy's minimum/maximum; x86 min/max return the 2nd operand).
+// NaN-propagating min/max (NumPy's minimum/maximum; ties give the 2nd operand, as x86
+// min/max do). Built from quiet compares: x86 min/max raise "invalid" on a NaN operand,
+// which NumPy's minimum/maximum never report (Note [floating-point errors]).
 template <class D, class V>
 DYNEXPR_INLINE V nan_min(D, V a, V b) {
   if constexpr (is_float_v<hn::TFromD<D>>)
-    return hn::IfThenElse(hn::IsNaN(a), a, hn::IfThenElse(hn::IsNaN(b), b, hn::Min(a, b)));
+    return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::Lt(a, b)), a, b);
   else
     return hn::Min(a, b);
 }
 template <class D, class V>
 DYNEXPR_INLINE V nan_max(D, V a, V b) {
   if constexpr (is_float_v<hn::TFromD<D>>)
-    return hn::IfThenElse(hn::IsNaN(a), a, hn::IfThenElse(hn::IsNaN(b), b, hn::Max(a, b)));
+    return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::Gt(a, b)), a, b);
   else
     return hn::Max(a, b);
 }
@@ -163,6 +179,8 @@ struct floor_divide_op : arith_rule {
   // floats follow divmod so that a == b * (a // b) + a % b as closely as rounding allows.
   template <class T> static T scalar(T a, T b) {
     if constexpr (is_float_v<T>) {
+      // NaN first: the ordered compares below would raise "invalid" on it (NumPy: quiet).
+      if (a != a || b != b) return a + b;
       if (b == 0) return a / b;
       T mod = std::fmod(a, b);
       T div = (a - mod) / b;
@@ -172,9 +190,9 @@ struct floor_divide_op : arith_rule {
       if (div - fl > T(0.5)) fl += T(1);
       return fl;
     } else {
-      if (b == 0) return T(0);
+      if (b == 0) return detail::divide_by_zero<T>();
       if constexpr (std::is_signed_v<T>) {
-        if (a == std::numeric_limits<T>::min() && b == T(-1)) return a;
+        if (a == std::numeric_limits<T>::min() && b == T(-1)) return detail::overflowed(a);
         T q = static_cast<T>(a / b);
         if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
         return q;
@@ -195,6 +213,7 @@ struct mod_op : arith_rule {
   // with integers, NaN with floats.
   template <class T> static T scalar(T a, T b) {
     if constexpr (is_float_v<T>) {
+      if (a != a || b != b) return a + b;  // quiet, as in floor_divide_op
       if (b == 0) return std::fmod(a, b);
       T mod = std::fmod(a, b);
       if (mod != 0) {
@@ -204,7 +223,7 @@ struct mod_op : arith_rule {
       }
       return mod;
     } else {
-      if (b == 0) return T(0);
+      if (b == 0) return detail::divide_by_zero<T>();
       if constexpr (std::is_signed_v<T>) {
         if (b == T(-1)) return T(0);
         T r = static_cast<T>(a % b);

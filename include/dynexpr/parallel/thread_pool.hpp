@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cfenv>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -62,9 +63,24 @@ index_t inline_threshold();
 /// Runs fn(0, n) inline on the caller when work < inline_threshold(), the pool has one
 /// thread, the call is nested inside another parallel_for body, or another thread is using
 /// the pool. The first exception thrown by any chunk is rethrown here after all chunks have
-/// finished or been skipped. n == 0 calls nothing.
+/// finished or been skipped. n == 0 calls nothing. The floating-point exception flags the
+/// chunks raise, on whichever thread, are raised on the caller (Note [flags of pool threads]).
 template <class F>
 void parallel_for(index_t n, index_t grain, index_t align, double work, F&& fn);
+
+// Note [flags of pool threads]
+// Floating-point exception flags are per thread. parallel_for leaves on the calling
+// thread the flags its chunks raised on any thread, as if it had run them all inline:
+// each worker reads (and clears) its flags after each chunk and ORs them into the job,
+// and the caller raises their union before returning. Callers that check the flags
+// after a computation (the Python bridge reports them as NumPy's error state says: Note
+// [floating-point errors] in bridge/_native.c) then see every thread's. The cost is a
+// flag read per chunk.
+#if defined(FE_DIVBYZERO) && defined(FE_OVERFLOW) && defined(FE_UNDERFLOW) && defined(FE_INVALID)
+inline constexpr int fp_flags = FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID;
+#else
+inline constexpr int fp_flags = 0;
+#endif
 
 /// True on a pool worker thread (false on the thread that called parallel_for).
 bool in_worker();
@@ -206,6 +222,7 @@ class thread_pool {
   alignas(64) std::atomic<index_t> remaining_{0};
   alignas(64) std::atomic<index_t> done_{0};
   std::atomic<bool> failed_{false};
+  std::atomic<int> fp_raised_{0};  // flags the workers' chunks raised (Note [flags of pool threads])
   std::exception_ptr error_;  // written once by the first failing chunk
   waiter done_waiter_;
 };
@@ -372,6 +389,15 @@ DYNEXPR_RT_FN void thread_pool::run_chunks() noexcept {
         if (!failed_.exchange(true, std::memory_order_relaxed)) error_ = std::current_exception();
       }
     }
+    // Before done_ counts the chunk, which publishes this write to the caller.
+    if constexpr (fp_flags != 0) {
+      if (t_worker) {
+        if (const int raised = std::fetestexcept(fp_flags)) {
+          fp_raised_.fetch_or(raised, std::memory_order_relaxed);
+          std::feclearexcept(raised);
+        }
+      }
+    }
     if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == count) done_waiter_.notify();
   }
 }
@@ -391,6 +417,7 @@ DYNEXPR_RT_FN bool thread_pool::try_run(index_t n, index_t chunk, index_t count,
   fn_ = fn;
   ctx_ = ctx;
   failed_.store(false, std::memory_order_relaxed);
+  fp_raised_.store(0, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   remaining_.store(count, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_seq_cst);
@@ -400,6 +427,7 @@ DYNEXPR_RT_FN bool thread_pool::try_run(index_t n, index_t chunk, index_t count,
   run_chunks();
   t_busy = false;
   done_waiter_.wait([&] { return done_.load(std::memory_order_seq_cst) == count; });
+  if (const int raised = fp_raised_.load(std::memory_order_relaxed)) std::feraiseexcept(raised);
 
   if (failed_.load(std::memory_order_relaxed)) {
     std::exception_ptr error = std::exchange(error_, nullptr);

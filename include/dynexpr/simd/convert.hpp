@@ -105,21 +105,32 @@ DYNEXPR_INLINE hn::Mask<DTo> mask_cast(DTo dto, DFrom dfrom, hn::Mask<DFrom> m) 
   }
 }
 
-/// Loads `count` (< the lane count) elements from p, zeros in the remaining lanes,
-/// without touching memory past p + count.
+// Note [padding lanes]
+// A partial packet (a row's tail) is computed in full vectors. Its padding lanes repeat
+// the last real lane rather than holding zeros: every lane computes what some real lane
+// computes, so the padding raises no floating-point flag of its own (log of a padding 0
+// would be "divide by zero", 0/0 "invalid": Note [floating-point errors] in
+// bridge/_native.c), and range guards (ops/math_ops.hpp) see only real values.
+
+/// Loads `count` (< the lane count) elements from p, the remaining lanes repeating the
+/// last one (zeros if count is 0), without touching memory past p + count.
 template <class D>
 DYNEXPR_INLINE hn::Vec<D> load_partial(D d, const hn::TFromD<D>* p, index_t count) {
   alignas(64) hn::TFromD<D> buf[max_lanes_v<D>] = {};
   for (index_t i = 0; i < count; ++i) buf[i] = p[i];
+  for (index_t i = count; count > 0 && i < static_cast<index_t>(max_lanes_v<D>); ++i)
+    buf[i] = buf[count - 1];
   return hn::Load(d, buf);
 }
 /// Loads lanes from p, p + stride, p + 2 stride, ... (stride in elements, any sign),
-/// `count` of them, zeros in the rest.
+/// `count` of them, the rest repeating the last one (Note [padding lanes]).
 template <class D>
 DYNEXPR_INLINE hn::Vec<D> load_strided(D d, const hn::TFromD<D>* p, index_t stride,
                                         index_t count) {
   alignas(64) hn::TFromD<D> buf[max_lanes_v<D>] = {};
   for (index_t i = 0; i < count; ++i) buf[i] = p[i * stride];
+  for (index_t i = count; count > 0 && i < static_cast<index_t>(max_lanes_v<D>); ++i)
+    buf[i] = buf[count - 1];
   return hn::Load(d, buf);
 }
 /// Stores the first `count` lanes of v to p, p + stride, ... (stride in elements).

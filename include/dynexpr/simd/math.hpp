@@ -481,7 +481,9 @@ HWY_INLINE V Cosh(D d, V x) {
   detail::TwoSum(ax, hn::Neg(hn::Set(d, detail::kLn2Hi<T>)), zh, zl);
   zl = hn::Sub(zl, hn::Set(d, detail::kLn2Lo<T>));
   const V e = detail::ExpDD(d, zh, zl);
-  const V r = hn::Add(e, hn::Div(detail::Val(d, 0.25), e));
+  // 1/(4E) is below ulp(E) once E > 2^60; capping E there keeps the quotient from
+  // underflowing (a flag NumPy's cosh does not raise) without changing the sum.
+  const V r = hn::Add(e, hn::Div(detail::Val(d, 0.25), hn::Min(e, detail::Val(d, 0x1p60))));
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
@@ -643,11 +645,16 @@ HWY_INLINE V Sigmoid(D d, V x) {
 template <class D, class V>
 HWY_INLINE V Tanh(D d, V x) {
   if constexpr (sizeof(hn::TFromD<D>) != 4) {
-    return hn::Tanh(d, x);
+    // tanh(±20) rounds to ±1 already; beyond it hn::Tanh's expm1(2|x|) overflows to inf
+    // and inf/inf raises "invalid" before its result is replaced by 1 (NumPy raises
+    // nothing for tanh of a large x).
+    const V lim = hn::Set(d, 20.0);
+    return hn::Tanh(d, hn::Min(hn::Max(x, hn::Neg(lim)), lim));
   } else {
     const hn::RebindToSigned<D> di;
     const V sign = hn::And(x, hn::SignBit(d));
-    const V z = hn::Max(hn::Mul(hn::Xor(x, sign), hn::Set(d, -2.0f)), hn::Set(d, -20.0f));
+    // |x| capped at 10 before doubling: -2|x| overflows for |x| near FLT_MAX.
+    const V z = hn::Mul(hn::Min(hn::Xor(x, sign), hn::Set(d, 10.0f)), hn::Set(d, -2.0f));
     const V n = hn::Round(hn::Mul(z, hn::Set(d, 1.44269504088896341f)));
     // z - n ln2 in two parts (Cody-Waite), exact enough for |n| <= 29.
     V t = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), z);
