@@ -1,0 +1,426 @@
+"""Hypothesis strategy for random NumPy programs: real Python source over the op table.
+
+A program is drawn statement by statement while it is evaluated with plain NumPy on its
+first input set, so the generator knows each value's shape, dtype and magnitude: it keeps
+most programs valid (an expression that raises is redrawn, except that a few programs end
+in a statement that raises, to compare exception types), and it records what the
+comparison's tolerance needs (fuzz_check.py).
+
+The program space is bounded on purpose. Every new program shape compiles a C++ unit
+(1.5-3 s), so the arguments come from a few base shapes and dtypes, constants from a short
+list, and expressions are shallow: many programs share units (a cache hit), and the ones
+that do not stay cheap to compile.
+
+Note [exact operands of discontinuous ops]
+The compiled kernels may round differently from NumPy within the op table's ULP bounds
+(SIMD math, fused multiply-add, another summation order). A comparison, floor, //, %,
+rint, sign, argmax or a cast to an integer turns such a last-bit difference into a
+different answer, which would be noise, not a bug. So those ops only take operands that
+both sides compute exactly: arguments, constants, integer and bool values, and exact
+functions of them (negation, abs, min/max, views, where).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+
+DTYPES = ("float64", "float32", "int64", "int32", "bool")
+# Base shapes: odd extents (SIMD tails), a 3-d one, and one large enough for the main
+# vector loop and the thread pool.
+BASE_SHAPES = ((5, 7), (3, 4, 6), (33,), (130, 257))
+FLOAT_CONSTS = ("0.5", "2.0", "-1.5", "3.0")
+INT_CONSTS = ("2", "3", "-1", "0")
+
+UNARY_FLOAT = ("exp", "log", "sqrt", "sin", "cos", "tanh", "arctan", "expm1", "log1p", "square",
+               "reciprocal", "exp2", "sinh", "cosh", "arcsinh")
+UNARY_EXACT = ("negative", "absolute", "floor", "ceil", "rint", "trunc", "sign")
+DISCONTINUOUS = {"floor", "ceil", "rint", "trunc", "sign"}
+BINARY_OPS = ("+", "-", "*", "/", "//", "%", "**")
+BINARY_NP = ("maximum", "minimum", "arctan2", "hypot", "add", "multiply", "subtract")
+COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+BITWISE = ("&", "|", "^")
+REDUCTIONS = ("sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin")
+EXACT_REDUCTIONS = {"max", "min", "any", "all"}  # prod/sum of ints too: see _reduction
+INPLACE = ("+=", "-=", "*=", "/=", "//=", "%=", "**=")
+
+
+@dataclass
+class Arg:
+    name: str
+    dtype: str
+    rule: tuple  # (leading dims dropped, dims set to 1 (after dropping), scalar0d)
+
+    def shape(self, base: tuple) -> tuple:
+        drop, ones, zero_d = self.rule
+        if zero_d:
+            return ()
+        s = list(base[drop:])
+        for i in ones:
+            s[i] = 1
+        return tuple(s)
+
+
+@dataclass
+class Program:
+    source: str
+    args: list
+    base: tuple
+    specials: bool
+    seed: int
+    loose: bool  # float32 rounding somewhere in it: float32's tolerance for every float
+    scale: float  # largest finite magnitude seen (absolute tolerance of cancellations)
+    red_n: int  # largest reduction length (summation order)
+    resize: bool  # also call it with a second base shape (dynamic dimensions)
+    raises: bool  # its first input set makes plain NumPy raise
+    notes: list = field(default_factory=list)
+
+    def inputs(self, which: int, base: tuple | None = None) -> list:
+        """Input set `which` (0: the one it was generated on; it alone may hold NaN/inf)."""
+        rng = np.random.default_rng([self.seed, which])
+        return [make_array(rng, a.dtype, a.shape(base or self.base),
+                           self.specials and which == 0) for a in self.args]
+
+    def __repr__(self) -> str:  # what Hypothesis prints for a falsifying example
+        return f"Program(base={self.base}, seed={self.seed}, specials={self.specials}):\n" + self.source
+
+
+def make_array(rng, dtype: str, shape: tuple, specials: bool) -> np.ndarray:
+    if dtype == "bool":
+        return np.asarray(rng.random(shape) < 0.5)
+    if dtype.startswith("int"):
+        return np.asarray(rng.integers(-6, 7, size=shape), dtype=dtype)
+    x = np.asarray(rng.uniform(-3, 3, size=shape), dtype=dtype)
+    if specials and x.size:
+        flat = x.reshape(-1)
+        for v in (np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0):
+            flat[rng.integers(0, flat.size)] = v
+    return x
+
+
+class _Gen:
+    """One program being drawn: its source lines and its NumPy state on input set 0."""
+
+    def __init__(self, draw, args, base, specials, seed):
+        self.draw, self.args = draw, args
+        self.env = {"np": np}
+        for a, v in zip(args, Program(
+            "", args, base, specials, seed, False, 1.0, 1, False, False).inputs(0)):
+            self.env[a.name] = v
+        self.exact = {a.name for a in args}  # names whose values both sides compute exactly
+        self.lines: list[str] = []
+        self.indent = "    "
+        self.loose = any(a.dtype == "float32" for a in args)
+        self.scale, self.red_n, self.ntemp = 1.0, 1, 0
+
+    # --- values --------------------------------------------------------------------------
+    def note(self, v) -> None:
+        if isinstance(v, (np.ndarray, np.generic)):
+            if v.dtype == np.float16:  # float ops on bool: dynexpr has no float16 (a break)
+                raise TypeError("float16")
+            if v.dtype == np.float32:
+                self.loose = True
+            if v.dtype.kind == "f" and v.size:
+                fin = np.abs(v[np.isfinite(v)]) if v.ndim else (abs(v) if np.isfinite(v) else 0)
+                if np.size(fin):
+                    self.scale = max(self.scale, float(np.max(fin)))
+
+    def eval(self, text: str, env=None):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            v = eval(text, env or self.env)
+        self.note(v)
+        return v
+
+    def arrays(self) -> list[str]:
+        return [k for k, v in self.env.items() if isinstance(v, np.ndarray)]
+
+    # --- expressions: (text, value, exact) -------------------------------------------------
+    def leaf(self, exact_only=False):
+        names = [n for n in self.arrays() if n in self.exact or not exact_only]
+        name = self.draw(st.sampled_from(names or self.arrays()))
+        return name, self.env[name], name in self.exact
+
+    def scalar(self):
+        kind = self.draw(st.sampled_from(("float", "int", "np.float32", "np.float64", "np.int32",
+                                          "np.int64", "bool")))
+        if kind == "float":
+            t = self.draw(st.sampled_from(FLOAT_CONSTS))
+        elif kind == "int":
+            t = self.draw(st.sampled_from(INT_CONSTS))
+        elif kind == "bool":
+            t = self.draw(st.sampled_from(("True", "False")))
+        else:
+            c = self.draw(st.sampled_from(FLOAT_CONSTS if "float" in kind else INT_CONSTS))
+            t = f"{kind}({c})"
+        return t, self.eval(t), True
+
+    def expr(self, depth: int, exact_only=False):
+        for _ in range(8):  # redraw expressions NumPy rejects
+            try:
+                return self._expr(depth, exact_only)
+            except Exception:  # noqa: BLE001  NumPy said no: draw another
+                continue
+        return self.leaf(exact_only)
+
+    def _expr(self, depth: int, exact_only: bool):
+        kinds = ["leaf"] if depth <= 0 else [
+            "binary", "unary", "binary", "reduce", "where", "compare", "view", "astype", "clip",
+            "bitwise", "leaf"]
+        kind = self.draw(st.sampled_from(kinds))
+        if kind == "leaf":
+            return self.leaf(exact_only)
+        if kind == "unary":
+            exact = self.draw(st.booleans()) or exact_only
+            op = self.draw(st.sampled_from(UNARY_EXACT if exact else UNARY_FLOAT))
+            x, xv, xe = self.expr(depth - 1, exact_only=op in DISCONTINUOUS or exact_only)
+            if op == "negative" and self.draw(st.booleans()):
+                t = f"(-{x})"
+            elif op == "absolute" and self.draw(st.booleans()):
+                t = f"abs({x})"
+            else:
+                t = f"np.{op}({x})"
+            v = self.eval(t)
+            return t, v, xe and (op in UNARY_EXACT or v.dtype.kind in "biu")
+        if kind in ("binary", "compare", "bitwise"):
+            disc = kind != "binary"
+            if kind == "binary":
+                op = self.draw(st.sampled_from(BINARY_OPS + BINARY_NP))
+                disc = op in ("//", "%")
+            else:
+                op = self.draw(st.sampled_from(COMPARE if kind == "compare" else BITWISE))
+            x, xv, xe = self.expr(depth - 1, exact_only=disc or exact_only)
+            if self.draw(st.integers(0, 2)) == 0:
+                y, yv, ye = self.scalar()
+            else:
+                y, yv, ye = self.expr(depth - 1, exact_only=disc or exact_only)
+            if self.draw(st.booleans()):
+                x, y, xe, ye = y, x, ye, xe
+            t = f"np.{op}({x}, {y})" if op.isidentifier() else f"({x} {op} {y})"
+            v = self.eval(t)
+            exact = xe and ye and (disc or v.dtype.kind in "biu" or op in ("maximum", "minimum"))
+            if exact_only and not exact:
+                raise ValueError("inexact")
+            return t, v, exact
+        if kind == "where":
+            c, _, _ = self.expr(depth - 1, exact_only=True)
+            x, _, xe = self.expr(depth - 1, exact_only)
+            y, _, ye = self.scalar() if self.draw(st.booleans()) else self.expr(depth - 1, exact_only)
+            t = f"np.where({c}, {x}, {y})"
+            return t, self.eval(t), xe and ye
+        if kind == "reduce":
+            return self._reduction(depth, exact_only)
+        if kind == "view":
+            x, xv, xe = self.expr(depth - 1, exact_only)
+            t = self._view(x, np.ndim(xv))
+            return t, self.eval(t), xe
+        if kind == "astype":
+            dt = self.draw(st.sampled_from(DTYPES))
+            x, xv, xe = self.expr(depth - 1, exact_only=dt in ("int32", "int64", "bool") or exact_only)
+            if dt.startswith("int") and np.asarray(xv).dtype.kind == "f":
+                fv = np.asarray(xv)
+                if not (np.all(np.isfinite(fv)) and np.all(np.abs(fv) < 2**31)):
+                    raise ValueError("float to int cast of non-finite or out-of-range values")
+            form = self.draw(st.integers(0, 2))
+            t = (f"{x}.astype(np.{dt})", f"np.{dt if dt != 'bool' else 'bool_'}({x})",
+                 f"np.asarray({x}, dtype=np.{dt})")[form]
+            v = self.eval(t)
+            return t, v, xe or v.dtype.kind in "biu" and np.asarray(xv).dtype.kind in "biu"
+        # clip
+        x, xv, xe = self.expr(depth - 1, exact_only)
+        lo, hi = sorted(self.draw(st.lists(st.sampled_from(("-1", "0", "0.5", "2")),
+                                           min_size=2, max_size=2)), key=float)
+        t = f"np.clip({x}, {lo}, {hi})" if self.draw(st.booleans()) else f"{x}.clip({lo}, {hi})"
+        return t, self.eval(t), xe
+
+    def _reduction(self, depth, exact_only):
+        op = self.draw(st.sampled_from(REDUCTIONS))
+        disc = op in ("argmax", "argmin")
+        x, xv, xe = self.expr(depth - 1, exact_only=disc or exact_only)
+        nd = np.ndim(xv)
+        axes = [None] + list(range(-nd, nd)) + ([(0, nd - 1)] if nd >= 2 else [])
+        if op in ("argmax", "argmin"):
+            axes = [a for a in axes if not isinstance(a, tuple)]
+        axis = self.draw(st.sampled_from(axes))
+        kw = []
+        if axis is not None or self.draw(st.booleans()):
+            kw.append(f"axis={axis!r}")
+        if self.draw(st.booleans()):
+            kw.append(f"keepdims={self.draw(st.booleans())}")
+        if op in ("std", "var") and self.draw(st.integers(0, 3)) == 0:
+            kw.append("ddof=1")
+        if self.draw(st.booleans()):
+            t = f"np.{op}({', '.join([x] + kw)})"
+        else:
+            t = f"{x}.{op}({', '.join(kw)})"
+        v = self.eval(t)
+        n = int(np.size(xv) // max(1, np.size(v))) if np.size(xv) else 1
+        self.red_n = max(self.red_n, n)
+        exact = xe and (op in EXACT_REDUCTIONS or disc or np.asarray(v).dtype.kind in "biu")
+        if exact_only and not exact:
+            raise ValueError("inexact")
+        return t, v, exact
+
+    def _view(self, x: str, nd: int) -> str:
+        if nd == 0:
+            return f"{x}[None]" if self.draw(st.booleans()) else f"{x}[...]"
+        forms = ["slice", "slice", "T", "ravel", "newaxis", "index", "expand"]
+        form = self.draw(st.sampled_from(forms))
+        if form == "slice":
+            parts = [self.draw(st.sampled_from((":", "1:", ":-1", "::2", "1::2", "::-1", "2:5")))
+                     for _ in range(self.draw(st.integers(1, nd)))]
+            return f"{x}[{', '.join(parts)}]"
+        if form == "T":
+            return f"{x}.T" if self.draw(st.booleans()) else f"np.transpose({x})"
+        if form == "ravel":
+            return f"{x}.reshape(-1)" if self.draw(st.booleans()) else f"{x}.ravel()"
+        if form == "newaxis":
+            return f"{x}[None]" if self.draw(st.booleans()) else f"{x}[..., None]"
+        if form == "index":
+            return f"{x}[{self.draw(st.sampled_from(('0', '-1', '1')))}]"
+        return f"np.expand_dims({x}, {self.draw(st.sampled_from(('0', '-1')))})"
+
+    # --- statements ------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        self.lines.append(self.indent + line)
+
+    def try_exec(self, lines: list[str]) -> dict | None:
+        env = copy.deepcopy({k: v for k, v in self.env.items() if k != "np"})
+        env["np"] = np
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                exec("\n".join(lines), env)
+        except Exception:  # noqa: BLE001
+            return None
+        return env
+
+    def assign(self, depth: int) -> bool:
+        name = f"t{self.ntemp}"
+        text, v, exact = self.expr(depth)
+        if not isinstance(v, np.ndarray) and not isinstance(v, np.generic):
+            return False
+        self.ntemp += 1
+        self.emit(f"{name} = {text}")
+        self.env[name] = v if isinstance(v, np.ndarray) else np.asarray(v)
+        if isinstance(v, np.generic):  # keep NumPy scalars as they are (result types)
+            self.env[name] = v
+        if exact:
+            self.exact.add(name)
+        return True
+
+    def inplace(self, depth: int) -> bool:
+        target = self.draw(st.sampled_from([n for n in self.arrays()]))
+        form = self.draw(st.sampled_from(("op", "op", "setitem", "out")))
+        if form == "setitem":
+            index = self.draw(st.sampled_from(("...", "1:", "::2", "0", ":, 1:")))
+            text, _, exact = self.expr(depth)
+            line = f"{target}[{index}] = {text}"
+        elif form == "out":
+            op = self.draw(st.sampled_from(("add", "multiply", "maximum", "subtract")))
+            text, _, exact = self.expr(depth)
+            line = f"np.{op}({target}, {text}, out={target})"
+            exact = exact and op == "maximum"
+        else:
+            op = self.draw(st.sampled_from(INPLACE))
+            text, _, exact = self.expr(depth, exact_only=op in ("//=", "%="))
+            line = f"{target} {op} {text}"
+        env = self.try_exec([line])
+        if env is None:
+            return False
+        self.emit(line)
+        for k, v in env.items():
+            if k != "np":
+                self.env[k] = v
+                self.note(v)
+        if not (exact and target in self.exact):
+            self.exact.discard(target)
+        return True
+
+    def branch(self, depth: int) -> bool:
+        """A data-dependent branch: Python reads a value (a graph break)."""
+        x, xv, xe = self.expr(depth, exact_only=True)
+        if not isinstance(xv, np.ndarray) or xv.size == 0:
+            return False
+        form = self.draw(st.sampled_from(("item", "float", "any", "bool")))
+        c = self.draw(st.sampled_from(("0", "1", "-1")))
+        cond = {"item": f"{x}.sum().item() > {c}", "float": f"float(np.max({x})) > {c}",
+                "any": f"np.any({x} > {c})", "bool": f"bool(({x}).min() < {c})"}[form]
+        name = f"t{self.ntemp}"
+        bodies = []
+        for _ in range(2):
+            text, v, exact = self.expr(depth)
+            bodies.append((f"{name} = {text}", exact))
+        envs = [self.try_exec([b]) for b, _ in bodies]
+        if None in envs or self.try_exec([f"_c = {cond}"]) is None:
+            return False
+        taken = 0 if self.eval(cond) else 1
+        self.ntemp += 1
+        self.emit(f"if {cond}:")
+        self.emit("    " + bodies[0][0])
+        self.emit("else:")
+        self.emit("    " + bodies[1][0])
+        self.env[name] = envs[taken][name]
+        self.note(self.env[name])
+        if bodies[0][1] and bodies[1][1]:
+            self.exact.add(name)
+        return True
+
+
+@st.composite
+def programs(draw) -> Program:
+    base = draw(st.sampled_from(BASE_SHAPES))
+    nargs = draw(st.integers(1, 3))
+    args = []
+    for i in range(nargs):
+        dtype = draw(st.sampled_from(DTYPES))
+        drop = draw(st.integers(0, len(base) - 1)) if draw(st.integers(0, 3)) == 0 else 0
+        nd = len(base) - drop
+        ones = tuple(sorted(set(draw(st.lists(st.integers(0, nd - 1), max_size=1)))))
+        zero_d = draw(st.integers(0, 7)) == 0
+        args.append(Arg("abc"[i], dtype, (drop, ones, zero_d)))
+    specials = draw(st.integers(0, 3)) == 0
+    seed = draw(st.integers(0, 2**16))
+    g = _Gen(draw, args, base, specials, seed)
+    nstmt = draw(st.integers(1, 4))
+    for _ in range(nstmt):
+        kind = draw(st.sampled_from(("assign", "inplace", "assign", "branch", "assign")))
+        depth = draw(st.sampled_from((2, 3, 1)))
+        for _ in range(4):
+            if getattr(g, kind)(depth):
+                break
+    temps = [n for n in g.env if n.startswith("t")]
+    raises = False
+    if draw(st.integers(0, 11)) == 0:  # end with a statement NumPy rejects
+        raises = _raising_statement(draw, g)
+    # The last value computed first (else dead code would be all most programs test).
+    outs = [temps[-1]] if temps else [args[0].name]
+    others = [n for n in temps + [a.name for a in args] if n not in outs]
+    outs += draw(st.lists(st.sampled_from(others), max_size=2, unique=True)) if others else []
+    ret = outs[0] if len(outs) == 1 and draw(st.booleans()) else "(" + ", ".join(outs) + ",)"
+    src = f"def f({', '.join(a.name for a in args)}):\n" + "\n".join(g.lines)
+    src += f"\n    return {ret}\n"
+    return Program(src, args, base, specials, seed, g.loose, g.scale, g.red_n,
+                   draw(st.integers(0, 5)) == 0, raises)
+
+
+def _raising_statement(draw, g: _Gen) -> bool:
+    """A last statement that makes NumPy raise: a broadcast mismatch, a bad axis, an int
+    in-place op with a float, an integer to a negative power."""
+    names = g.arrays()
+    x = draw(st.sampled_from(names))
+    form = draw(st.sampled_from(("broadcast", "axis", "cast", "power")))
+    line = {
+        "broadcast": f"_e = {x} + np.ones((11,) * max(1, {x}.ndim))",
+        "axis": f"_e = np.sum({x}, axis={x}.ndim)",
+        "cast": f"{x} += 0.5",
+        "power": f"_e = {x} ** -np.ones({x}.shape, np.int64)",
+    }[form]
+    if g.try_exec([line]) is not None:
+        return False
+    g.emit(line)
+    return True
