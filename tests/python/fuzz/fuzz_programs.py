@@ -43,7 +43,7 @@ DISCONTINUOUS = {"floor", "ceil", "rint", "trunc", "sign"}
 BINARY_OPS = ("+", "-", "*", "/", "//", "%", "**")
 BINARY_NP = ("maximum", "minimum", "arctan2", "hypot", "add", "multiply", "subtract")
 COMPARE = ("<", "<=", ">", ">=", "==", "!=")
-BITWISE = ("&", "|", "^")
+BITWISE = ("&", "|", "^", "<<", ">>")  # shifts: counts past the width too
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin")
 EXACT_REDUCTIONS = {"max", "min", "any", "all"}  # prod/sum of ints too: see _reduction
 INPLACE = ("+=", "-=", "*=", "/=", "//=", "%=", "**=")
@@ -54,6 +54,8 @@ class Arg:
     name: str
     dtype: str
     rule: tuple  # (leading dims dropped, dims set to 1 (after dropping), scalar0d)
+    layout: str = "C"  # "C", "T" (a transposed array) or "step" (every other element)
+    alias: int | None = None  # the same array object as argument `alias`
 
     def shape(self, base: tuple) -> tuple:
         drop, ones, zero_d = self.rule
@@ -82,11 +84,28 @@ class Program:
     def inputs(self, which: int, base: tuple | None = None) -> list:
         """Input set `which` (0: the one it was generated on; it alone may hold NaN/inf)."""
         rng = np.random.default_rng([self.seed, which])
-        return [make_array(rng, a.dtype, a.shape(base or self.base),
-                           self.specials and which == 0) for a in self.args]
+        out = []
+        for a in self.args:
+            if a.alias is not None:
+                out.append(out[a.alias])
+                continue
+            shape = a.shape(base or self.base)
+            special = self.specials and which == 0
+            if a.layout == "T" and len(shape) >= 2:
+                x = make_array(rng, a.dtype, shape[::-1], special).T
+            elif a.layout == "step" and shape:
+                x = make_array(rng, a.dtype, shape[:-1] + (2 * shape[-1],), special)[..., ::2]
+            else:
+                x = make_array(rng, a.dtype, shape, special)
+            out.append(x)
+        return out
 
-    def __repr__(self) -> str:  # what Hypothesis prints for a falsifying example
-        return f"Program(base={self.base}, seed={self.seed}, specials={self.specials}):\n" + self.source
+    def describe(self) -> str:
+        """How to rebuild its inputs: Program.inputs with these fields."""
+        args = ", ".join(f"{a.name}: {a.dtype} {a.shape(self.base)} {a.layout}"
+                         + (f" (is {self.args[a.alias].name})" if a.alias is not None else "")
+                         for a in self.args)
+        return f"base={self.base} seed={self.seed} specials={self.specials} args: {args}"
 
 
 def make_array(rng, dtype: str, shape: tuple, specials: bool) -> np.ndarray:
@@ -147,8 +166,15 @@ class _Gen:
 
     def scalar(self):
         kind = self.draw(st.sampled_from(("float", "int", "np.float32", "np.float64", "np.int32",
-                                          "np.int64", "bool")))
-        if kind == "float":
+                                          "np.int64", "bool", "read")))
+        pyvals = [k for k, v in self.env.items() if isinstance(v, (int, float)) and k[0] == "s"]
+        if kind == "read" and pyvals:  # a Python number read from the data earlier
+            t = self.draw(st.sampled_from(pyvals))
+            return t, self.env[t], t in self.exact
+        if kind == "read" or kind == "int" and self.draw(st.integers(0, 7)) == 0:
+            # beyond int32 (NEP 50: OverflowError with an int32 array)
+            t = self.draw(st.sampled_from(("3000000000", "-2147483649", "2**31")))
+        elif kind == "float":
             t = self.draw(st.sampled_from(FLOAT_CONSTS))
         elif kind == "int":
             t = self.draw(st.sampled_from(INT_CONSTS))
@@ -271,7 +297,7 @@ class _Gen:
         forms = ["slice", "slice", "T", "ravel", "newaxis", "index", "expand"]
         form = self.draw(st.sampled_from(forms))
         if form == "slice":
-            parts = [self.draw(st.sampled_from((":", "1:", ":-1", "::2", "1::2", "::-1", "2:5")))
+            parts = [self.draw(st.sampled_from((":", "1:", ":-1", "::2", "1::2", "::-1", "2:5", "5:")))  # 5: is empty on short axes
                      for _ in range(self.draw(st.integers(1, nd)))]
             return f"{x}[{', '.join(parts)}]"
         if form == "T":
@@ -341,6 +367,66 @@ class _Gen:
             self.exact.discard(target)
         return True
 
+    def read(self, depth: int) -> bool:
+        """A Python number read from the data (a graph break), used by later statements."""
+        x, xv, xe = self.expr(depth, exact_only=self.draw(st.booleans()))
+        if not isinstance(xv, (np.ndarray, np.generic)) or np.size(xv) == 0:
+            return False
+        red = self.draw(st.sampled_from(("max", "sum", "min")))
+        conv = self.draw(st.sampled_from(("float({})", "{}.item()", "int({})")))
+        text = conv.format(f"{x}.{red}()")
+        try:
+            v = self.eval(text)
+        except Exception:  # noqa: BLE001  e.g. int(nan)
+            return False
+        name = f"s{self.ntemp}"
+        self.ntemp += 1
+        self.emit(f"{name} = {text}")
+        self.env[name] = v
+        if xe and red != "sum" or isinstance(v, int):
+            self.exact.add(name)
+        return True
+
+    def loop(self, depth: int) -> bool:
+        """A Python loop over a constant range (a loop node or an unrolled body)."""
+        arrays = [n for n in self.arrays() if self.env[n].dtype.kind == "f"]
+        if not arrays:
+            return False
+        target = self.draw(st.sampled_from(arrays))
+        n = self.draw(st.sampled_from(("2", "3")))
+        text, _, _ = self.expr(max(1, depth - 1))
+        op = self.draw(st.sampled_from(("*", "+", "-")))
+        name = f"t{self.ntemp}"
+        lines = [f"{name} = {target} * 1.0", f"for i in range({n}):",
+                 f"    {name} = {name} {op} {text} * 0.5 + i"]
+        env = self.try_exec(lines)
+        if env is None or env[name].dtype.kind != "f":
+            return False
+        self.ntemp += 1
+        for line in lines:
+            self.emit(line)
+        self.env[name] = env[name]
+        self.note(env[name])
+        return True
+
+    def overlap(self, depth: int) -> bool:
+        """An update whose source overlaps its destination (NumPy reads a copy)."""
+        arrays = [n for n in self.arrays() if self.env[n].ndim >= 1 and self.env[n].shape[0] > 2]
+        if not arrays:
+            return False
+        t = self.draw(st.sampled_from(arrays))
+        line = self.draw(st.sampled_from((
+            f"{t}[1:] += {t}[:-1]", f"{t}[:-1] = {t}[1:] * 2", f"{t}[::-1] += {t}",
+            f"np.add({t}[1:], {t}[:-1], out={t}[:-1])", f"{t}[...] = {t}[::-1]",
+            f"{t}[1:] = {t}[:-1] - {t}[1:]")))
+        env = self.try_exec([line])
+        if env is None:
+            return False
+        self.emit(line)
+        self.env[t] = env[t]
+        self.exact.discard(t)
+        return True
+
     def branch(self, depth: int) -> bool:
         """A data-dependent branch: Python reads a value (a graph break)."""
         x, xv, xe = self.expr(depth, exact_only=True)
@@ -382,13 +468,18 @@ def programs(draw) -> Program:
         nd = len(base) - drop
         ones = tuple(sorted(set(draw(st.lists(st.integers(0, nd - 1), max_size=1)))))
         zero_d = draw(st.integers(0, 7)) == 0
-        args.append(Arg("abc"[i], dtype, (drop, ones, zero_d)))
+        layout = draw(st.sampled_from(("C", "C", "T", "step")))
+        if i and draw(st.integers(0, 5)) == 0:  # the same array passed twice
+            args.append(Arg("abc"[i], args[0].dtype, args[0].rule, args[0].layout, 0))
+        else:
+            args.append(Arg("abc"[i], dtype, (drop, ones, zero_d), layout))
     specials = draw(st.integers(0, 3)) == 0
     seed = draw(st.integers(0, 2**16))
     g = _Gen(draw, args, base, specials, seed)
     nstmt = draw(st.integers(1, 4))
     for _ in range(nstmt):
-        kind = draw(st.sampled_from(("assign", "inplace", "assign", "branch", "assign")))
+        kind = draw(st.sampled_from(("assign", "inplace", "assign", "branch", "assign", "read",
+                                     "overlap", "loop")))
         depth = draw(st.sampled_from((2, 3, 1)))
         for _ in range(4):
             if getattr(g, kind)(depth):
@@ -413,12 +504,14 @@ def _raising_statement(draw, g: _Gen) -> bool:
     in-place op with a float, an integer to a negative power."""
     names = g.arrays()
     x = draw(st.sampled_from(names))
-    form = draw(st.sampled_from(("broadcast", "axis", "cast", "power")))
+    form = draw(st.sampled_from(("broadcast", "axis", "cast", "power", "truth", "empty")))
     line = {
         "broadcast": f"_e = {x} + np.ones((11,) * max(1, {x}.ndim))",
         "axis": f"_e = np.sum({x}, axis={x}.ndim)",
         "cast": f"{x} += 0.5",
         "power": f"_e = {x} ** -np.ones({x}.shape, np.int64)",
+        "truth": f"_e = 1 if {x} > 0 else 2",  # the truth value of an array: ValueError
+        "empty": f"_e = {x}[5:].max()",  # max of an empty array: ValueError
     }[form]
     if g.try_exec([line]) is not None:
         return False
