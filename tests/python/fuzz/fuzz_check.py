@@ -95,17 +95,21 @@ def check_program(prog, tag: str = "0") -> None:
     fn = load(prog.source, tag)
     dynexpr.reset()  # the accumulated recompile limit counts over all programs
     captured = dynexpr.capture(fn, backend="cpu")
-    sets = [(0, None), (1, None)]
+    sets = [(0, None, False), (1, None, False)]
     if prog.resize:
-        sets.append((2, tuple(d + 3 for d in prog.base)))
+        sets.append((2, tuple(d + 3 for d in prog.base), False))
+    if prog.flip:
+        sets.append((3, None, True))
     try:
-        for which, base in sets:
+        for which, base, flip in sets:
             # Two identical sets (layouts and aliases as drawn, unlike a deepcopy).
-            plain_args, cap_args = prog.inputs(which, base), prog.inputs(which, base)
+            plain_args = prog.inputs(which, base, flip)
+            cap_args = prog.inputs(which, base, flip)
             expected, e_exc = _run(fn, plain_args)
             got, g_exc = _run(captured, cap_args)
             STATS["calls"] += 1
-            where = f"input set {which}" + (f" (base shape {base})" if base else "")
+            where = (f"input set {which}" + (f" (base shape {base})" if base else "")
+                     + (" (layouts flipped, arguments aliased)" if flip else ""))
             if e_exc is not None or g_exc is not None:
                 STATS["raised"] += 1
                 assert type(e_exc) is type(g_exc), (

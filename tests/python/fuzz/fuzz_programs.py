@@ -78,22 +78,29 @@ class Program:
     scale: float  # largest finite magnitude seen (absolute tolerance of cancellations)
     red_n: int  # largest reduction length (summation order)
     resize: bool  # also call it with a second base shape (dynamic dimensions)
+    flip: bool  # also call it with other layouts and aliased arguments (guards)
     raises: bool  # its first input set makes plain NumPy raise
     notes: list = field(default_factory=list)
 
-    def inputs(self, which: int, base: tuple | None = None) -> list:
-        """Input set `which` (0: the one it was generated on; it alone may hold NaN/inf)."""
+    def inputs(self, which: int, base: tuple | None = None, flip: bool = False) -> list:
+        """Input set `which` (0: the one it was generated on; it alone may hold NaN/inf).
+        flip: each argument in the next layout, and one that matches the first argument's
+        dtype and shape is that array or its reverse (guards on strides and aliasing)."""
         rng = np.random.default_rng([self.seed, which])
         out = []
-        for a in self.args:
+        for i, a in enumerate(self.args):
+            shape = a.shape(base or self.base)
             if a.alias is not None:
                 out.append(out[a.alias])
                 continue
-            shape = a.shape(base or self.base)
+            if flip and i and a.dtype == self.args[0].dtype and shape == out[0].shape:
+                out.append(out[0] if which % 2 or not shape else out[0][::-1])
+                continue
             special = self.specials and which == 0
-            if a.layout == "T" and len(shape) >= 2:
+            layout = {"C": "T", "T": "step", "step": "C"}[a.layout] if flip else a.layout
+            if layout == "T" and len(shape) >= 2:
                 x = make_array(rng, a.dtype, shape[::-1], special).T
-            elif a.layout == "step" and shape:
+            elif layout == "step" and shape:
                 x = make_array(rng, a.dtype, shape[:-1] + (2 * shape[-1],), special)[..., ::2]
             else:
                 x = make_array(rng, a.dtype, shape, special)
@@ -128,7 +135,7 @@ class _Gen:
         self.draw, self.args = draw, args
         self.env = {"np": np}
         for a, v in zip(args, Program(
-            "", args, base, specials, seed, False, 1.0, 1, False, False).inputs(0)):
+            "", args, base, specials, seed, False, 1.0, 1, False, False, False).inputs(0)):
             self.env[a.name] = v
         self.exact = {a.name for a in args}  # names whose values both sides compute exactly
         self.lines: list[str] = []
@@ -496,7 +503,7 @@ def programs(draw) -> Program:
     src = f"def f({', '.join(a.name for a in args)}):\n" + "\n".join(g.lines)
     src += f"\n    return {ret}\n"
     return Program(src, args, base, specials, seed, g.loose, g.scale, g.red_n,
-                   draw(st.integers(0, 5)) == 0, raises)
+                   draw(st.integers(0, 5)) == 0, draw(st.integers(0, 3)) == 0, raises)
 
 
 def _raising_statement(draw, g: _Gen) -> bool:
