@@ -169,10 +169,38 @@ def ufunc(ctx: Context, uf: np.ufunc, operands: list[Var]) -> Var:
         if not isinstance(v, ArrayVar) and not is_numeric_const(v):
             operand(ctx, v, "float64")  # breaks with the reason
     dtype, kind = result_of(ask(uf, *[example(v) for v in operands]))
+    known = _compare_out_of_range(ctx, uf, operands)
+    if known is not None:
+        return known
     shape = broadcast(*[shape_of(v) for v in operands])
     loop = ufunc_loop(uf, operands)
     args = tuple(operand(ctx, v, loop[i]) for i, v in enumerate(operands))
     return fresh(ctx.graph, ctx.graph.node(name, args, dtype, shape), kind)
+
+
+_COMPARISONS = {np.equal: operator.eq, np.not_equal: operator.ne, np.less: operator.lt,
+                np.less_equal: operator.le, np.greater: operator.gt,
+                np.greater_equal: operator.ge}
+
+
+def _compare_out_of_range(ctx: Context, uf: np.ufunc, operands: list[Var]) -> Var | None:
+    """NumPy 2 compares an integer array with a Python int outside the array's dtype
+    (`int32_array < 3_000_000_000`) by value instead of raising OverflowError as
+    arithmetic does. Every element then compares alike, so the result is that one bool:
+    `x == x` or `x != x` on the array (its shape and kind, exact for integers)."""
+    cmp = _COMPARISONS.get(uf)
+    if cmp is None:
+        return None
+    arrays = [v for v in operands if isinstance(v, ArrayVar)]
+    ints = [v.value for v in operands if isinstance(v, PyVar) and type(v.value) is int]
+    if len(arrays) != 1 or len(ints) != 1 or np.dtype(arrays[0].dtype).kind not in "iu":
+        return None
+    info = np.iinfo(arrays[0].dtype)
+    if info.min <= ints[0] <= info.max:
+        return None
+    x = arrays[0]
+    pair = (0, ints[0]) if operands[0] is x else (ints[0], 0)  # 0: any in-range value
+    return ufunc(ctx, np.equal if cmp(*pair) else np.not_equal, [x, x])
 
 
 def fast_power(base: Var, exp: Var) -> np.ufunc | None:

@@ -87,14 +87,14 @@ def compare(expected, got, path: str, prog) -> None:
         raise AssertionError(f"{path}: {int(np.sum(bad))} of {e.size} values differ: {shown}")
 
 
-def check_program(prog, tag: str = "0") -> None:
+def check_program(prog, tag: str = "0", backend: str = "cpu") -> None:
     """Plain vs captured on input sets 0 and 1 (set 1 is a cache hit on the native fast
     path), then on a second base shape when the program asks for it (a dimension seen
     with two extents becomes dynamic: a recompile)."""
     STATS["programs"] += 1
     fn = load(prog.source, tag)
     dynexpr.reset()  # the accumulated recompile limit counts over all programs
-    captured = dynexpr.capture(fn, backend="cpu")
+    captured = dynexpr.capture(fn, backend=backend)
     sets = [(0, None, False), (1, None, False)]
     if prog.resize:
         sets.append((2, tuple(d + 3 for d in prog.base), False))

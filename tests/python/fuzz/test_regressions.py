@@ -1,0 +1,78 @@
+"""Minimal programs the differential fuzzer (test_fuzz.py) found, each compared with
+plain NumPy on both backends: values, dtypes, shapes, argument mutation, exceptions."""
+
+import numpy as np
+import pytest
+
+import dynexpr
+from fuzz_check import load
+
+
+def _same(fn, args, backend):
+    """fn(*args) plainly and captured, on separate copies: the same result or the same
+    exception type, and the same arguments afterwards; twice (the second call is a
+    cache hit)."""
+    captured = dynexpr.capture(fn, backend=backend)
+    for _ in range(2):
+        _same_once(fn, captured, args)
+    return captured
+
+
+def _same_once(fn, captured, args):
+    plain, cap = [a.copy() for a in args], [a.copy() for a in args]
+    try:
+        expected, e_exc = fn(*plain), None
+    except Exception as e:  # noqa: BLE001
+        expected, e_exc = None, e
+    try:
+        got, g_exc = captured(*cap), None
+    except Exception as e:  # noqa: BLE001
+        got, g_exc = None, e
+    assert type(g_exc) is type(e_exc), f"NumPy: {e_exc!r}; captured: {g_exc!r} / {got!r}"
+    if e_exc is None:
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(expected)
+        for e, g in zip(expected, got):
+            assert type(g) is type(e) and g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+    for e, g in zip(plain, cap):
+        np.testing.assert_array_equal(g, e)
+
+
+INT32 = np.arange(-3, 9, dtype=np.int32)
+
+
+@pytest.mark.parametrize("src", [
+    "def f(a):\n    return a == 2**31\n",
+    "def f(a):\n    return a < 3000000000, a >= -2147483649, np.not_equal(a, 2**40)\n",
+    "def f(a):\n    return 2**31 > a, np.less_equal(-2**63 - 1, a.astype(np.int64))\n",
+    "def f(a):\n    a[...] = (a == 2**31)\n    return a\n",
+], ids=["eq", "three", "reflected", "setitem"])
+def test_compare_with_python_int_out_of_range(src, backend):
+    """NumPy 2 compares an int32 array with an out-of-range Python int by value (found
+    as `a[...] = (a == 2**31)`); capture raised OverflowError (eager) or ValueError
+    (cpu) from the int32 constant it made of 2**31."""
+    _same(load(src, "regress-cmp"), [INT32], backend)
+
+
+def test_arithmetic_with_python_int_out_of_range_still_raises(backend):
+    _same(load("def f(a):\n    return a + 3000000000\n", "regress-add"), [INT32], backend)
+
+
+@pytest.mark.parametrize("src", [
+    "def f(a, b):\n    a ** b\n    return a\n",
+    "def f(a, b):\n    t = a ** b\n    return a + 1\n",
+    "def f(a, b):\n    t = np.power(a, b[::-1])\n    a += 1\n    return a\n",
+], ids=["statement", "dead-name", "before-mutation"])
+def test_unused_integer_power_still_raises(src, backend):
+    """NumPy raises ValueError for an integer to a negative integer power even when the
+    result is unused (found as `_e = a ** -np.ones(a.shape, np.int64)`); capture dropped
+    the unused value and returned normally."""
+    _same(load(src, "regress-pow"), [INT32, INT32], backend)
+
+
+def test_unused_integer_power_non_negative_runs(backend):
+    b = np.abs(INT32)
+    _same(load("def f(a, b):\n    t = a ** b\n    return a + 1\n", "regress-pow-ok"), [INT32, b],
+          backend)
