@@ -232,8 +232,19 @@ def where(ctx: Context, cond: Var, a: Var, b: Var) -> Var:
             operand(ctx, v, "float64")
     dtype, kind = result_of(ask(np.where, *[example(v) for v in ops]))
     shape = broadcast(*[shape_of(v) for v in ops])
+    a, b = _where_branch(a, dtype), _where_branch(b, dtype)
     args = (operand(ctx, cond, "bool"), operand(ctx, a, dtype), operand(ctx, b, dtype))
     return fresh(ctx.graph, ctx.graph.node("where", args, dtype, shape), kind)
+
+
+def _where_branch(v: Var, dtype: str) -> Var:
+    """np.where casts a Python number branch to the result dtype unsafely, as
+    np.asarray(v).astype(dtype): np.where(int32_array > 0, x, 2**31) holds -2**31, and
+    1e300 in a float32 result is inf. Such a value becomes a constant of that dtype."""
+    if not (isinstance(v, PyVar) and type(v.value) in (int, float)):
+        return v
+    cast = ask(lambda: np.asarray(v.value).astype(dtype)[()])
+    return v if cast == v.value else PyVar(cast)
 
 
 def clip(ctx: Context, x: Var, lo: Var, hi: Var) -> Var:

@@ -227,7 +227,10 @@ def _asarray(copy_default: Any) -> Callable:
         x, dtype, copy_ = d["a"], const_arg(d, "dtype"), const_arg(d, "copy")
         if isinstance(x, ArrayVar):
             if dtype is not None:
-                return np_ops.astype(tx.ctx, x, dtype, copy_=copy_ is True)
+                # A NumPy scalar in gives a 0-d array out, so it is always a new array then.
+                out = np_ops.astype(tx.ctx, x, dtype, copy_=copy_ is True or x.is_scalar)
+                out.kind = "ndarray"
+                return out
             return np_ops.copy(tx.ctx, x) if (x.is_scalar or copy_) else x
         if np_ops.is_numeric_const(x):
             return np_ops.full(tx.ctx, (), x.value, dtype)

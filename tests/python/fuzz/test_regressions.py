@@ -76,3 +76,25 @@ def test_unused_integer_power_non_negative_runs(backend):
     b = np.abs(INT32)
     _same(load("def f(a, b):\n    t = a ** b\n    return a + 1\n", "regress-pow-ok"), [INT32, b],
           backend)
+
+
+@pytest.mark.parametrize("src", [
+    "def f(a):\n    return np.where(a > 0, a, 2**31)\n",
+    "def f(a):\n    return np.where(a > 0, -2**31 - 1, a), np.where(a > 2, 2**63, a)\n",
+    "def f(a):\n    return np.where(a > 0, a.astype(np.float32), 1e300)\n",
+], ids=["wraps", "both-sides", "float32-inf"])
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")  # NumPy's
+def test_where_casts_python_numbers_unsafely(src, backend):
+    """np.where(int32, x, 2**31) wraps to -2**31 in NumPy (found as
+    `np.where(b, b, 2**31)`); capture raised OverflowError / ValueError."""
+    _same(load(src, "regress-where"), [INT32], backend)
+
+
+@pytest.mark.parametrize("src", [
+    "def f(a):\n    return np.asarray(a.min(), dtype=np.int32)\n",
+    "def f(a):\n    return np.asarray(a.max(), dtype=np.float64), np.array(a[0], dtype=np.int64)\n",
+], ids=["asarray", "same-dtype-and-array"])
+def test_asarray_of_a_numpy_scalar_is_an_array(src, backend):
+    """np.asarray(scalar, dtype=...) is a 0-d ndarray (found as
+    `np.asarray(c.min(axis=-1), dtype=np.int32)`); capture returned a NumPy scalar."""
+    _same(load(src, "regress-asarray"), [INT32.astype(np.float64)], backend)
