@@ -98,3 +98,18 @@ def test_asarray_of_a_numpy_scalar_is_an_array(src, backend):
     """np.asarray(scalar, dtype=...) is a 0-d ndarray (found as
     `np.asarray(c.min(axis=-1), dtype=np.int32)`); capture returned a NumPy scalar."""
     _same(load(src, "regress-asarray"), [INT32.astype(np.float64)], backend)
+
+
+@pytest.mark.parametrize("backend_", [
+    "cpu",
+    pytest.param("eager", marks=pytest.mark.xfail(strict=True, reason=(
+        "the eager backend writes mutations back only after the whole graph ran; when an "
+        "op raises (an integer to a negative power) the arguments the function had "
+        "already updated in place keep their old values. Needs each argument's version "
+        "at the raising op, which the graph does not record yet."))),
+])
+def test_mutation_before_a_raising_power_is_kept(backend_):
+    """Found as `np.multiply(c, a.astype(np.int64), out=c)` followed by an integer
+    power that raises: NumPy has updated c when it raises."""
+    _same(load("def f(a, b):\n    a *= 2\n    t = a ** b\n    return t\n", "regress-mut"),
+          [INT32, INT32], backend_)
