@@ -311,6 +311,12 @@ def _errstate(tx, args, kwargs):
     return PyVar(QuietErrors(settings))
 
 
+def _ravel_body(ctx, x, d):
+    if const_arg(d, "order") not in ("C", None):
+        graph_break("ravel with order other than 'C' is not supported by dynexpr")
+    return np_views.ravel(ctx, x)
+
+
 def _dot_body(ctx, x, d):
     return np_ops.dot(ctx, x, d["b"])
 
@@ -338,7 +344,7 @@ _SHARED = {  # name: (spec, body) — both np.<name>(a, ...) and a.<name>(...)
         lambda c, x, d: np_views.swapaxes(c, x, const_arg(d, "axis1"), const_arg(d, "axis2")),
     ),
     "squeeze": ((("axis", None),), lambda c, x, d: np_views.squeeze(c, x, const_arg(d, "axis"))),
-    "ravel": ((("order", "C"),), lambda c, x, d: np_views.reshape(c, x, -1)),
+    "ravel": ((("order", "C"),), lambda c, x, d: _ravel_body(c, x, d)),
     "dot": ((("b", REQUIRED), ("out", None)), _dot_body),
 }
 _METHOD_ONLY = {

@@ -19,7 +19,8 @@ def _same(fn, args, backend):
 
 
 def _same_once(fn, captured, args):
-    plain, cap = [a.copy() for a in args], [a.copy() for a in args]
+    # order="K": a transposed argument stays transposed in both copies.
+    plain, cap = [a.copy(order="K") for a in args], [a.copy(order="K") for a in args]
     try:
         expected, e_exc = fn(*plain), None
     except Exception as e:  # noqa: BLE001
@@ -113,3 +114,31 @@ def test_mutation_before_a_raising_power_is_kept(backend_):
     power that raises: NumPy has updated c when it raises."""
     _same(load("def f(a, b):\n    a *= 2\n    t = a ** b\n    return t\n", "regress-mut"),
           [INT32, INT32], backend_)
+
+
+def _t_layout():
+    return np.arange(18.0).reshape(6, 1, 3).T  # (3, 1, 6), not C-contiguous
+
+
+@pytest.mark.parametrize("src, make", [
+    ("def f(a):\n    t = a[1].ravel()\n    t *= 2\n    return t\n", _t_layout),
+    ("def f(a):\n    t = np.ravel(a[::2])\n    t += 1\n    return t, a\n", lambda: np.arange(12.0)),
+    ("def f(a):\n    t = a.ravel()\n    t += 1\n    return t, a\n", _t_layout),
+    ("def f(a):\n    t = a[1:].ravel()\n    t += 1\n    return t, a\n",
+     lambda: np.arange(12.0).reshape(3, 4)),
+    ("def f(a):\n    t = a.reshape(-1)\n    t += 1\n    return t, a\n",
+     lambda: np.arange(12.0).reshape(3, 4)[:, ::2]),
+    ("def f(a):\n    t = a[1:].reshape(-1)\n    t += 1\n    return t, a\n",
+     lambda: np.arange(12.0).reshape(3, 4)),
+    ("def f(a):\n    t = a.T[0].ravel()\n    t += 1\n    return t, a\n",
+     lambda: np.arange(12.0).reshape(3, 4)),
+], ids=["T-row", "strided-1d", "T", "contiguous-rows-view", "reshape-strided", "reshape-rows",
+        "column"])
+def test_ravel_copies_a_non_contiguous_array(src, make, backend):
+    """x.ravel() is a view only of a C-contiguous x (found as
+    `t0 = np.asarray(a[1], dtype=np.float32).ravel(); np.multiply(t0, ..., out=t0)` on a
+    transposed argument): capture took it for a view like reshape(-1) and wrote
+    through it into the argument. And x[1:].ravel() / x[1:].reshape(-1) of a C-contiguous
+    x are views (capture made copies at the write's graph break: the layout of a sliced
+    view was not known)."""
+    _same(load(src, "regress-ravel"), [make()], backend)
