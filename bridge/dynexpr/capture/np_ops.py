@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import ir
+from . import dynamic
 from .arrays import ArrayVar, fresh
 from .builder import Context
 from .errors import graph_break
@@ -288,8 +289,15 @@ def reduce(
     if dtype is not None:
         if name in ("argmin", "argmax", "any", "all"):
             graph_break(f"np.{name} with dtype= is not supported")
+        # NumPy's result dtype with dtype= (sum(int32_x, dtype=np.int32) stays int32).
+        out_dtype, kind = result_of(ask(fn, example(x), dtype=dtype, **kw))
+        if name in ("mean", "var", "std") and np.dtype(out_dtype).kind != "f":
+            if name != "mean":
+                graph_break(f"np.{name} with a non-float dtype= is not supported")
+            return _int_mean(ctx, x, axis, keepdims, out_dtype)
         x = astype(ctx, x, dtype)
-    out_dtype, kind = result_of(ask(fn, example(x), **kw))
+    else:
+        out_dtype, kind = result_of(ask(fn, example(x), **kw))
     if (
         name in ("argmin", "argmax")
         and axis is not None
@@ -307,6 +315,16 @@ def reduce(
             attrs["ddof"] = ddof.item() if isinstance(ddof, np.generic) else ddof
     node = ctx.graph.node(name, (x.value,), out_dtype, shape, **attrs)
     return fresh(ctx.graph, node, kind)
+
+
+def _int_mean(ctx: Context, x: ArrayVar, axis: Any, keepdims: bool, out_dtype: str) -> Var:
+    """np.mean(x, dtype=<int>) as NumPy computes it: the sum in that dtype, a true
+    division by the count, and an unsafe cast back (np.mean(x, dtype=np.int64) of 5.5 is 5)."""
+    dynamic.check_static(x.shape, f"np.mean(dtype={out_dtype})")
+    axes = normalize_axes(axis, x.ndim)
+    count = int(np.prod([x.shape[a] for a in (range(x.ndim) if axes is None else axes)]))
+    total = reduce(ctx, "sum", x, axis, keepdims, out_dtype)
+    return astype(ctx, ufunc(ctx, np.true_divide, [total, PyVar(count)]), out_dtype)
 
 
 # --- dtype, copies, creation -------------------------------------------------------------

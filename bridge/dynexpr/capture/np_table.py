@@ -251,6 +251,8 @@ def _scalar_type(t: type) -> Callable:
                 **{k: const_of(v, k) for k, v in kwargs.items()},
             )
         x = args[0]
+        if x.ndim and x.kind == "ndarray" and np.dtype(x.dtype) == np.dtype(t):
+            return x  # np.int32(int32_array) is that array itself, not a copy
         out = np_ops.astype(tx.ctx, x, t)
         out.kind = "scalar" if x.ndim == 0 else "ndarray"  # np.float32(0-d array) is a scalar
         return out

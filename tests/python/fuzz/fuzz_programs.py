@@ -203,7 +203,7 @@ class _Gen:
     def _expr(self, depth: int, exact_only: bool):
         kinds = ["leaf"] if depth <= 0 else [
             "binary", "unary", "binary", "reduce", "where", "compare", "view", "astype", "clip",
-            "bitwise", "leaf"]
+            "bitwise", "logical", "other", "leaf"]
         kind = self.draw(st.sampled_from(kinds))
         if kind == "leaf":
             return self.leaf(exact_only)
@@ -263,12 +263,61 @@ class _Gen:
                  f"np.asarray({x}, dtype=np.{dt})")[form]
             v = self.eval(t)
             return t, v, xe or v.dtype.kind in "biu" and np.asarray(xv).dtype.kind in "biu"
+        if kind == "logical":  # bool-valued, exact
+            op = self.draw(st.sampled_from(("logical_and", "logical_or", "logical_xor",
+                                            "logical_not", "isnan", "isinf", "isfinite")))
+            x, xv, xe = self.expr(depth - 1, exact_only=True)
+            if op.startswith("is") or op == "logical_not":
+                t = f"np.{op}({x})"
+            else:
+                y, _, _ = self.expr(depth - 1, exact_only=True)
+                t = f"np.{op}({x}, {y})"
+            return t, self.eval(t), True
+        if kind == "other":
+            return self._other(depth, exact_only)
         # clip
         x, xv, xe = self.expr(depth - 1, exact_only)
         lo, hi = sorted(self.draw(st.lists(st.sampled_from(("-1", "0", "0.5", "2")),
                                            min_size=2, max_size=2)), key=float)
         t = f"np.clip({x}, {lo}, {hi})" if self.draw(st.booleans()) else f"{x}.clip({lo}, {hi})"
         return t, self.eval(t), xe
+
+    def _other(self, depth, exact_only):
+        """Creation, layout and extern ops: *_like, broadcast_to, swapaxes, squeeze,
+        round, matmul/dot, and a dimension read by Python (x.shape[0])."""
+        form = self.draw(st.sampled_from(("like", "broadcast_to", "swapaxes", "squeeze", "round",
+                                          "matmul", "shape")))
+        x, xv, xe = self.expr(depth - 1, exact_only)
+        nd = np.ndim(xv)
+        if form == "like":
+            fn = self.draw(st.sampled_from(("np.zeros_like({})", "np.ones_like({})",
+                                            "np.full_like({}, 2)", "np.zeros_like({}, np.float32)")))
+            t = fn.format(x)
+            return t, self.eval(t), True
+        if form == "broadcast_to":
+            t = f"np.broadcast_to({x}, (2,) + np.shape({x}))"
+        elif form == "swapaxes" and nd >= 2:
+            t = f"np.swapaxes({x}, 0, -1)"
+        elif form == "squeeze":
+            t = f"{x}[None].squeeze(0)" if self.draw(st.booleans()) else f"np.squeeze({x}[None])"
+        elif form == "round":
+            t = f"np.round({x})" if self.draw(st.booleans()) else f"{x}.round()"
+            if np.asarray(xv).dtype.kind == "f" and not (xe or not exact_only):
+                raise ValueError("inexact")
+            return t, self.eval(t), xe
+        elif form == "matmul" and nd == 2 and np.asarray(xv).dtype.kind == "f":
+            t = f"({x} @ {x}.T)" if self.draw(st.booleans()) else f"np.dot({x}.T, {x})"
+            v = self.eval(t)
+            self.red_n = max(self.red_n, int(np.shape(xv)[1]), int(np.shape(xv)[0]))
+            if exact_only:
+                raise ValueError("inexact")
+            return t, v, False
+        elif form == "shape" and nd >= 1:
+            t = f"({x} * {x}.shape[0] + len({x}))"
+        else:
+            raise ValueError("not for this operand")
+        v = self.eval(t)
+        return t, v, xe and (form != "shape" or v.dtype.kind in "biu")
 
     def _reduction(self, depth, exact_only):
         op = self.draw(st.sampled_from(REDUCTIONS))
@@ -286,6 +335,10 @@ class _Gen:
             kw.append(f"keepdims={self.draw(st.booleans())}")
         if op in ("std", "var") and self.draw(st.integers(0, 3)) == 0:
             kw.append("ddof=1")
+        if op in ("sum", "prod", "mean") and self.draw(st.integers(0, 3)) == 0:
+            kw.append(f"dtype=np.{self.draw(st.sampled_from(('float64', 'int64', 'float32')))}")
+        if op in ("sum", "max", "min", "prod") and self.draw(st.integers(0, 4)) == 0:
+            kw.append("initial=1")
         if self.draw(st.booleans()):
             t = f"np.{op}({', '.join([x] + kw)})"
         else:

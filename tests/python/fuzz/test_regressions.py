@@ -142,3 +142,28 @@ def test_ravel_copies_a_non_contiguous_array(src, make, backend):
     x are views (capture made copies at the write's graph break: the layout of a sliced
     view was not known)."""
     _same(load(src, "regress-ravel"), [make()], backend)
+
+
+@pytest.mark.parametrize("src", [
+    "def f(a):\n    t1 = np.int32(a)\n    a -= 1\n    return t1\n",
+    "def f(a):\n    t1 = np.int32(a)\n    t1 += 1\n    return a\n",
+], ids=["then-argument-written", "then-result-written"])
+def test_scalar_type_of_a_same_dtype_array_is_that_array(src, backend):
+    """np.int32(int32_array) returns the array itself (found as `t1 = np.int32(a)` then
+    `np.subtract(a, np.sign(a), out=a)`); capture made a copy, so t1 kept old values."""
+    _same(load(src, "regress-scalar-type"), [INT32], backend)
+
+
+@pytest.mark.parametrize("src, arg", [
+    ("def f(a):\n    return a.mean(dtype=np.int64), np.mean(a, axis=0, dtype=np.int32)\n",
+     np.arange(12.0).reshape(3, 4) * 1.7),
+    ("def f(a):\n    return a.sum(dtype=np.int32), np.prod(a, axis=1, dtype=np.int32)\n",
+     np.arange(12).reshape(3, 4)),
+    ("def f(a):\n    return a.mean(dtype=np.float32), a.sum(axis=0, dtype=np.float32)\n",
+     np.arange(12).reshape(3, 4)),
+    ("def f(a):\n    return a.mean(keepdims=True, dtype=np.int64) // 2\n", np.arange(-6, 6) * 1.5),
+], ids=["mean-int", "sum-prod-int32", "float32", "keepdims"])
+def test_reduction_dtype_argument(src, arg, backend):
+    """x.mean(dtype=np.int64) is int64 and x.sum(dtype=np.int32) int32 in NumPy (found as
+    `np.log(t0).mean(dtype=np.int64)`); capture gave float64 and int64."""
+    _same(load(src, "regress-red-dtype"), [arg], backend)
