@@ -21,9 +21,9 @@ _COMMON = dict(
 )
 # 'ci': derandomized (the same programs every run). max_examples is sized to run in about
 # 60-120 s on a cold kernel cache on a 2-core machine (measured: see test_fuzz.py).
-settings.register_profile("ci", max_examples=40, derandomize=True,
+settings.register_profile("ci", max_examples=90, derandomize=True,
                           phases=(Phase.explicit, Phase.generate), **_COMMON)
-settings.register_profile("shrink", max_examples=40, derandomize=True, **_COMMON)
+settings.register_profile("shrink", max_examples=90, derandomize=True, **_COMMON)
 # 'long': random programs; a failure is logged and the run goes on (test_fuzz.py).
 settings.register_profile("long", max_examples=20_000, phases=(Phase.explicit, Phase.generate),
                           **_COMMON)

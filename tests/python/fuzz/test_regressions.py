@@ -167,3 +167,13 @@ def test_reduction_dtype_argument(src, arg, backend):
     """x.mean(dtype=np.int64) is int64 and x.sum(dtype=np.int32) int32 in NumPy (found as
     `np.log(t0).mean(dtype=np.int64)`); capture gave float64 and int64."""
     _same(load(src, "regress-red-dtype"), [arg], backend)
+
+
+@pytest.mark.parametrize("base", [1, -1], ids=["one", "minus-one"])
+def test_integer_power_of_one_to_a_negative_exponent_raises(base, backend):
+    """NumPy 2.4 raises ValueError for every negative integer exponent, also with base 1
+    or -1 (found as `t0 = np.clip(b * b.shape[0] + len(b), -1, 0)` then
+    `t0 ** -np.ones(...)`); the op table's integer power returned 1 / -1 there."""
+    a = np.full(4, base, np.int32)
+    _same(load("def f(a, b):\n    return a ** b\n", "regress-pow-one"),
+          [a, np.array([-1, -2, -5, 3], np.int32)], backend)
