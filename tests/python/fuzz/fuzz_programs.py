@@ -10,6 +10,14 @@ The program space is bounded on purpose. Every new program shape compiles a C++ 
 (1.5-3 s), so the arguments come from a few base shapes and dtypes, constants from a short
 list, and expressions are shallow: many programs share units (a cache hit), and the ones
 that do not stay cheap to compile.
+
+Not generated or not compared, on purpose:
+- NumPy's floating-point warnings (compiled kernels do not warn; np.errstate and FP
+  warnings are the numerics work's subject), unaligned inputs (also numerics);
+  generator functions, recursion, np.* attribute guards (the capture work); the cache.
+- float-to-int casts of NaN, inf or out-of-range values (undefined in C++, INT_MIN in
+  NumPy on x86), and a float scalar stored into a 0-d integer array (Python's int()).
+- float16 (float ops on bool give it; dynexpr has no float16 and runs such code plainly).
 """
 
 from __future__ import annotations
