@@ -92,16 +92,19 @@ def c_contiguous(x: ArrayVar) -> bool | None:
         return None
     strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * 8 for i in range(len(shape)))
     a = np.lib.stride_tricks.as_strided(np.zeros(1), shape, strides, writeable=False)
-    for step in x.path:
-        attrs = dict(step.attrs)
-        if step.op == "getitem":
-            a = a[index_to_python(attrs["index"])]
-        elif step.op == "transpose":
-            a = a.transpose(attrs["axes"])
-        elif step.op in ("reshape", "expand_dims", "squeeze") and a.flags.c_contiguous:
-            a = a.reshape(step.out_shape)  # a view of a contiguous array: no copy
-        else:
-            return None
+    try:
+        for step in x.path:
+            attrs = dict(step.attrs)
+            if step.op == "getitem":
+                a = a[index_to_python(attrs["index"])]
+            elif step.op == "transpose":
+                a = a.transpose(attrs["axes"])
+            elif step.op in ("reshape", "expand_dims", "squeeze") and a.flags.c_contiguous:
+                a = a.reshape(step.out_shape)  # a view of a contiguous array: no copy
+            else:
+                return None
+    except (TypeError, ValueError, IndexError):  # e.g. a dynamic extent in the path
+        return None
     return bool(a.flags.c_contiguous)
 
 
