@@ -10,7 +10,18 @@ and every program a failure needs is printed in full (its source and input seed)
 Shrinking is off except in 'shrink': each step compiles a new C++ unit (seconds).
 """
 
+import os
+
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+import dynexpr
+
+# Hypothesis also keeps a cache of its own (constants found in source files) under
+# ./.hypothesis; it goes beside the kernel cache instead, so the checkout stays clean
+# and may be read-only (Hypothesis skips that cache where it cannot write).
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    set_hypothesis_home_dir(os.path.join(dynexpr.config.cache_dir, "hypothesis"))
 
 _COMMON = dict(
     database=None,
