@@ -2,7 +2,7 @@
 #
 #   python_for VERSION          prints the path of a CPython VERSION (e.g. 3.12), or nothing
 #   python_env VENV PYTHON      creates VENV with PYTHON (if missing), installs NumPy 2.x,
-#                               pytest and the build tools from PyPI, then builds and installs
+#                               pytest, Hypothesis and the build tools from PyPI, then builds and installs
 #                               dynexpr from this checkout (a regular, non-editable install:
 #                               what the tests and the demo use is what `pip install .` gives)
 #
@@ -31,8 +31,8 @@ python_env() {
     "$python" -m venv "$venv"
   fi
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet "numpy>=2" pytest pytest-xdist "meson-python>=0.15" \
-    "meson>=1.1" ninja
+  "$venv/bin/python" -m pip install --quiet "numpy>=2" pytest pytest-xdist hypothesis \
+    "meson-python>=0.15" "meson>=1.1" ninja
   echo "python_env: installing dynexpr into $venv (build-py-$ver/)"
   # The venv's bin/ first on PATH: meson-python runs the `meson` it finds there (the
   # venv's, from PyPI), not an older system one.

@@ -37,6 +37,8 @@ def _reduction(v: ir.Value, args: list) -> Any:
     kw = {"axis": v.attr("axes"), "keepdims": v.attr("keepdims")}
     if v.op in ("var", "std"):
         kw["ddof"] = v.attr("ddof")
+    if v.op in ("sum", "prod", "mean", "var", "std"):
+        kw["dtype"] = v.dtype  # the graph's (NumPy's default, or the code's dtype=)
     return fn(args[0], **kw)
 
 

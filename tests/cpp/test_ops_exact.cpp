@@ -295,7 +295,7 @@ TEST_CASE_TEMPLATE("power of integers: exact, wraps, negative exponents throw", 
   std::vector<T> a, b;
   for (const T x : v)
     for (const T y : v)
-      if (y >= 0 || x == T(1) || (std::is_signed_v<T> && x == static_cast<T>(-1))) a.push_back(x), b.push_back(y);
+      if (y >= 0) a.push_back(x), b.push_back(y);
   check_pairs_against_scalar<ops::pow_op>(a, b);
   using L = std::numeric_limits<T>;
   if constexpr (std::is_same_v<T, std::uint8_t>) {
@@ -303,14 +303,15 @@ TEST_CASE_TEMPLATE("power of integers: exact, wraps, negative exponents throw", 
   } else {
     constexpr T bits = sizeof(T) * 8;
     expect_binary<ops::pow_op, T>({{2, bits - 1, L::min()}, {2, bits, 0}, {-2, 3, -8}, {0, 0, 1},
-                                   {1, -5, 1}, {-1, -5, -1}, {-1, -4, 1}, {-1, L::min(), 1}, {1, L::min(), 1},
                                    {-1, L::max(), -1}, {10, 2, 100}, {0, 5, 0}});
     if constexpr (sizeof(T) == 8)
       expect_binary<ops::pow_op, T>({{3, 40, -6289078614652622815}, {-2, 63, L::min()}});
     else
       expect_binary<ops::pow_op, T>({{3, 40, 689956897}});
 
-    // A negative exponent with any other base is NumPy's ValueError.
+    // A negative exponent is NumPy's ValueError, with any base (1 and -1 too: NumPy 2.4).
+    const dx::Tensor<T> ones = make_tensor<T>({1, -1});
+    CHECK_THROWS_AS(dx::eval(dx::power(ones, make_tensor<T>({-5, -4}))), dx::value_error);
     const dx::Tensor<T> base = make_tensor<T>({2, 3, 1});
     const dx::Tensor<T> neg = make_tensor<T>({3, -1, -2});
     CHECK_THROWS_AS(dx::eval(dx::power(base, neg)), dx::value_error);

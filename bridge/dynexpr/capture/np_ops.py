@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import ir
+from . import dynamic
 from .arrays import ArrayVar, fresh
 from .builder import Context
 from .errors import graph_break
@@ -169,10 +170,38 @@ def ufunc(ctx: Context, uf: np.ufunc, operands: list[Var]) -> Var:
         if not isinstance(v, ArrayVar) and not is_numeric_const(v):
             operand(ctx, v, "float64")  # breaks with the reason
     dtype, kind = result_of(ask(uf, *[example(v) for v in operands]))
+    known = _compare_out_of_range(ctx, uf, operands)
+    if known is not None:
+        return known
     shape = broadcast(*[shape_of(v) for v in operands])
     loop = ufunc_loop(uf, operands)
     args = tuple(operand(ctx, v, loop[i]) for i, v in enumerate(operands))
     return fresh(ctx.graph, ctx.graph.node(name, args, dtype, shape), kind)
+
+
+_COMPARISONS = {np.equal: operator.eq, np.not_equal: operator.ne, np.less: operator.lt,
+                np.less_equal: operator.le, np.greater: operator.gt,
+                np.greater_equal: operator.ge}
+
+
+def _compare_out_of_range(ctx: Context, uf: np.ufunc, operands: list[Var]) -> Var | None:
+    """NumPy 2 compares an integer array with a Python int outside the array's dtype
+    (`int32_array < 3_000_000_000`) by value instead of raising OverflowError as
+    arithmetic does. Every element then compares alike, so the result is that one bool:
+    `x == x` or `x != x` on the array (its shape and kind, exact for integers)."""
+    cmp = _COMPARISONS.get(uf)
+    if cmp is None:
+        return None
+    arrays = [v for v in operands if isinstance(v, ArrayVar)]
+    ints = [v.value for v in operands if isinstance(v, PyVar) and type(v.value) is int]
+    if len(arrays) != 1 or len(ints) != 1 or np.dtype(arrays[0].dtype).kind not in "iu":
+        return None
+    info = np.iinfo(arrays[0].dtype)
+    if info.min <= ints[0] <= info.max:
+        return None
+    x = arrays[0]
+    pair = (0, ints[0]) if operands[0] is x else (ints[0], 0)  # 0: any in-range value
+    return ufunc(ctx, np.equal if cmp(*pair) else np.not_equal, [x, x])
 
 
 def fast_power(base: Var, exp: Var) -> np.ufunc | None:
@@ -204,8 +233,19 @@ def where(ctx: Context, cond: Var, a: Var, b: Var) -> Var:
             operand(ctx, v, "float64")
     dtype, kind = result_of(ask(np.where, *[example(v) for v in ops]))
     shape = broadcast(*[shape_of(v) for v in ops])
+    a, b = _where_branch(a, dtype), _where_branch(b, dtype)
     args = (operand(ctx, cond, "bool"), operand(ctx, a, dtype), operand(ctx, b, dtype))
     return fresh(ctx.graph, ctx.graph.node("where", args, dtype, shape), kind)
+
+
+def _where_branch(v: Var, dtype: str) -> Var:
+    """np.where casts a Python number branch to the result dtype unsafely, as
+    np.asarray(v).astype(dtype): np.where(int32_array > 0, x, 2**31) holds -2**31, and
+    1e300 in a float32 result is inf. Such a value becomes a constant of that dtype."""
+    if not (isinstance(v, PyVar) and type(v.value) in (int, float)):
+        return v
+    cast = ask(lambda: np.asarray(v.value).astype(dtype)[()])
+    return v if cast == v.value else PyVar(cast)
 
 
 def clip(ctx: Context, x: Var, lo: Var, hi: Var) -> Var:
@@ -249,8 +289,15 @@ def reduce(
     if dtype is not None:
         if name in ("argmin", "argmax", "any", "all"):
             graph_break(f"np.{name} with dtype= is not supported")
+        # NumPy's result dtype with dtype= (sum(int32_x, dtype=np.int32) stays int32).
+        out_dtype, kind = result_of(ask(fn, example(x), dtype=dtype, **kw))
+        if name in ("mean", "var", "std") and np.dtype(out_dtype).kind != "f":
+            if name != "mean":
+                graph_break(f"np.{name} with a non-float dtype= is not supported")
+            return _int_mean(ctx, x, axis, keepdims, out_dtype)
         x = astype(ctx, x, dtype)
-    out_dtype, kind = result_of(ask(fn, example(x), **kw))
+    else:
+        out_dtype, kind = result_of(ask(fn, example(x), **kw))
     if (
         name in ("argmin", "argmax")
         and axis is not None
@@ -268,6 +315,16 @@ def reduce(
             attrs["ddof"] = ddof.item() if isinstance(ddof, np.generic) else ddof
     node = ctx.graph.node(name, (x.value,), out_dtype, shape, **attrs)
     return fresh(ctx.graph, node, kind)
+
+
+def _int_mean(ctx: Context, x: ArrayVar, axis: Any, keepdims: bool, out_dtype: str) -> Var:
+    """np.mean(x, dtype=<int>) as NumPy computes it: the sum in that dtype, a true
+    division by the count, and an unsafe cast back (np.mean(x, dtype=np.int64) of 5.5 is 5)."""
+    dynamic.check_static(x.shape, f"np.mean(dtype={out_dtype})")
+    axes = normalize_axes(axis, x.ndim)
+    count = int(np.prod([x.shape[a] for a in (range(x.ndim) if axes is None else axes)]))
+    total = reduce(ctx, "sum", x, axis, keepdims, out_dtype)
+    return astype(ctx, ufunc(ctx, np.true_divide, [total, PyVar(count)]), out_dtype)
 
 
 # --- dtype, copies, creation -------------------------------------------------------------

@@ -227,7 +227,10 @@ def _asarray(copy_default: Any) -> Callable:
         x, dtype, copy_ = d["a"], const_arg(d, "dtype"), const_arg(d, "copy")
         if isinstance(x, ArrayVar):
             if dtype is not None:
-                return np_ops.astype(tx.ctx, x, dtype, copy_=copy_ is True)
+                # A NumPy scalar in gives a 0-d array out, so it is always a new array then.
+                out = np_ops.astype(tx.ctx, x, dtype, copy_=copy_ is True or x.is_scalar)
+                out.kind = "ndarray"
+                return out
             return np_ops.copy(tx.ctx, x) if (x.is_scalar or copy_) else x
         if np_ops.is_numeric_const(x):
             return np_ops.full(tx.ctx, (), x.value, dtype)
@@ -248,6 +251,8 @@ def _scalar_type(t: type) -> Callable:
                 **{k: const_of(v, k) for k, v in kwargs.items()},
             )
         x = args[0]
+        if x.ndim and x.kind == "ndarray" and np.dtype(x.dtype) == np.dtype(t):
+            return x  # np.int32(int32_array) is that array itself, not a copy
         out = np_ops.astype(tx.ctx, x, t)
         out.kind = "scalar" if x.ndim == 0 else "ndarray"  # np.float32(0-d array) is a scalar
         return out
@@ -322,6 +327,12 @@ def _errstate(tx, args, kwargs):
     return PyVar(QuietErrors(settings))
 
 
+def _ravel_body(ctx, x, d):
+    if const_arg(d, "order") not in ("C", None):
+        graph_break("ravel with order other than 'C' is not supported by dynexpr")
+    return np_views.ravel(ctx, x)
+
+
 def _dot_body(ctx, x, d):
     return np_ops.dot(ctx, x, d["b"])
 
@@ -349,7 +360,7 @@ _SHARED = {  # name: (spec, body) — both np.<name>(a, ...) and a.<name>(...)
         lambda c, x, d: np_views.swapaxes(c, x, const_arg(d, "axis1"), const_arg(d, "axis2")),
     ),
     "squeeze": ((("axis", None),), lambda c, x, d: np_views.squeeze(c, x, const_arg(d, "axis"))),
-    "ravel": ((("order", "C"),), lambda c, x, d: np_views.reshape(c, x, -1)),
+    "ravel": ((("order", "C"),), lambda c, x, d: _ravel_body(c, x, d)),
     "dot": ((("b", REQUIRED), ("out", None)), _dot_body),
 }
 _METHOD_ONLY = {

@@ -19,6 +19,7 @@ from .infer import (
     example,
     index_result,
     normalize_axes,
+    index_to_python,
     normalize_index,
     shape_of,
     stand_in,
@@ -48,7 +49,7 @@ def reshape(ctx: Context, x: Var, newshape: Any) -> Var:
     if shape == x.shape:
         return make_view(ctx, x, "reshape", shape, shape=shape)
     squeezed = [d for d in x.shape if d != 1] == [d for d in shape if d != 1]
-    if x.c_contig or squeezed or x.is_scalar:
+    if squeezed or x.is_scalar or c_contiguous(x):
         return make_view(ctx, x, "reshape", shape, shape=shape)
     # Note [arrays as storages and view paths]: NumPy copies or not by layout here.
     reason = (
@@ -59,6 +60,52 @@ def reshape(ctx: Context, x: Var, newshape: Any) -> Var:
     out = fresh(ctx.graph, ctx.graph.node("reshape", (x.value,), x.dtype, shape, shape=shape))
     out.storage.freeze(reason)
     return out
+
+
+def ravel(ctx: Context, x: Var) -> Var:
+    """x.ravel() / np.ravel(x) (order 'C'): unlike reshape(-1), which views whatever
+    strides allow, NumPy's ravel views only a C-contiguous array and copies any other
+    (x[::2].ravel() and x.T[0].ravel() are copies)."""
+    x = _need_array(x, "ravel")
+    contiguous = c_contiguous(x)
+    if contiguous or x.is_scalar:
+        return reshape(ctx, x, -1)
+    dynamic.check_static(x.shape, "ravel")
+    shape = (int(np.prod(x.shape)),)
+    out = fresh(ctx.graph, ctx.graph.node("reshape", (x.value,), x.dtype, shape, shape=shape))
+    if contiguous is None:  # layout unknown: a view or a copy, as in reshape above
+        reason = ("an array raveled from one whose layout dynexpr does not track is written "
+                  "to; NumPy makes a copy or a view depending on memory layout")
+        x.storage.freeze(reason)
+        out.storage.freeze(reason)
+    return out
+
+
+def c_contiguous(x: ArrayVar) -> bool | None:
+    """Whether NumPy's array for x is C-contiguous (None: not known). A view path over a
+    C-contiguous storage (x[1:], x.T[0]) is answered by NumPy's own flags on a stand-in
+    with the storage's strides that owns no memory (no step here reads or copies data)."""
+    if x.c_contig is not None or not x.path or x.storage.c_contig is not True:
+        return x.c_contig
+    shape = x.path[0].in_shape
+    if any(isinstance(d, str) for d in shape):
+        return None
+    strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * 8 for i in range(len(shape)))
+    a = np.lib.stride_tricks.as_strided(np.zeros(1), shape, strides, writeable=False)
+    try:
+        for step in x.path:
+            attrs = dict(step.attrs)
+            if step.op == "getitem":
+                a = a[index_to_python(attrs["index"])]
+            elif step.op == "transpose":
+                a = a.transpose(attrs["axes"])
+            elif step.op in ("reshape", "expand_dims", "squeeze") and a.flags.c_contiguous:
+                a = a.reshape(step.out_shape)  # a view of a contiguous array: no copy
+            else:
+                return None
+    except (TypeError, ValueError, IndexError):  # e.g. a dynamic extent in the path
+        return None
+    return bool(a.flags.c_contiguous)
 
 
 def transpose(ctx: Context, x: Var, axes: Any = None) -> Var:

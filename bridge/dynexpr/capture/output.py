@@ -99,7 +99,13 @@ def _rebuild(ctx: Context, outputs: list, mutations: list) -> tuple[ir.Graph, li
     """The graph restricted to what outputs and mutations need, inputs renumbered in
     order (an unused argument is not an input; a mutated one always is)."""
     roots = list(outputs) + [v for _, v in mutations] + [o for o, _ in mutations]
-    order = ir.walk(roots)
+    live = {id(v) for v in ir.walk(roots)}
+    # Note [unused values that may raise]: NumPy raises ValueError for an integer to a
+    # negative integer power, whether or not the result is used; such a value stays in
+    # the graph as an extra output that no template reads (the kernel raises as NumPy).
+    checks = [v for v in ctx.graph.graph.values if id(v) not in live and _may_raise(v)]
+    outputs = list(outputs) + checks
+    order = ir.walk(roots + checks)
     inputs = sorted((v for v in order if v.op == "input"), key=lambda v: v.attr("index"))
     rest = [v for v in order if v.op != "input"]
     g = ir.Graph()
@@ -117,3 +123,11 @@ def _rebuild(ctx: Context, outputs: list, mutations: list) -> tuple[ir.Graph, li
     g.mutations = [(new[o.id].attr("index"), new[v.id]) for o, v in mutations]
     g.quiet = ctx.graph.graph.quiet
     return g, sources
+
+
+def _may_raise(v: ir.Value) -> bool:
+    """A signed integer power whose exponent is not a constant >= 0."""
+    if v.op != "power" or v.dtype not in ("int32", "int64"):
+        return False
+    e = v.args[1]
+    return not (e.op == "const" and e.attr("value") >= 0)

@@ -180,10 +180,7 @@ T pow_op::scalar(T a, T b) {
     return std::pow(a, b);
   } else {
     if (b < 0) {
-      if constexpr (std::is_signed_v<T>) {
-        if (a == 1) return T(1);
-        if (a == -1) return (b % 2) ? T(-1) : T(1);
-      }
+      // NumPy 2 raises for every negative exponent, 1 ** -1 and (-1) ** -1 included.
       throw value_error("dynexpr::power: integers to negative integer powers are not allowed; "
                         "use a float base, e.g. dx::cast<double>(x)");
     }
