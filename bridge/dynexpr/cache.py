@@ -32,6 +32,7 @@ or copied as a whole.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -90,7 +91,10 @@ def cache_dir() -> Path:
     root = Path(raw).expanduser().absolute()
     d = root / LAYOUT
     try:
-        why = trust.problem(_existing_ancestor(d))
+        top = _existing_ancestor(d)
+        if not top.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{top} is not a directory")
+        why = trust.problem(top)
         if why is None:
             root.mkdir(parents=True, exist_ok=True, mode=0o700)
             d.mkdir(exist_ok=True, mode=0o700)
