@@ -589,3 +589,18 @@ def test_fork_pool_after_a_pending_background_compile(fresh):
     """
     got = run_child(code, fresh, timeout=900)
     assert got == {"first": True, "pool": [True] * 4, "child": 0, "parent": True}
+
+
+# -------------------------------------------------------------------------- chaos
+def test_chaos_quick_mode():
+    """tests/chaos_cache.py in its small fixed mode: kills during compiles and damaged
+    artifacts of every kind but the prelude; no wrong result, crash, hang or unverified
+    load."""
+    p = subprocess.run([sys.executable, str(HERE.parent / "chaos_cache.py"), "--rounds", "2",
+                        "--quick", "--seed", "5", "--timeout", "300"],
+                       capture_output=True, text=True, timeout=900, check=False)
+    counts = json.loads(p.stdout.strip().splitlines()[-1])
+    assert p.returncode == 0, (counts, p.stderr[-3000:])
+    assert counts["faults"] >= 4 and counts["runs"] >= 10, counts
+    assert {k: counts[k] for k in ("wrong", "crashes", "hangs", "unverified")} == {
+        "wrong": 0, "crashes": 0, "hangs": 0, "unverified": 0}
