@@ -328,7 +328,7 @@ def _build(key: str, source: str, meta: dict) -> Artifact:
         if proc.returncode != 0:
             kept = cache_dir() / "failed" / f"{key}.cpp"
             with contextlib.suppress(OSError):
-                shutil.copyfile(src, kept)
+                trust.write_private(kept, source.encode())
             raise _tc.classify(cmd, proc.returncode, proc.stderr,
                                "dynexpr internal error: the C++ compiler failed on the "
                                f"generated file {kept}")
