@@ -4,3 +4,23 @@
 // header set by bridge/dynexpr/cache.py, with the units' flags.
 #define DYNEXPR_RUNTIME_DEFINE 1
 #include "prelude.hpp"
+
+// dynexpr.config.num_threads reaches the pool through these two C symbols, which the
+// bridge calls through ctypes on the runtime library it loaded (bridge/dynexpr/runtime.py);
+// no exception crosses the boundary. n <= 0 restores the default: one thread per core.
+extern "C" __attribute__((visibility("default"))) int dynexpr_rt_set_num_threads(int n) {
+  try {
+    if (n <= 0) {
+      const unsigned hw = std::thread::hardware_concurrency();
+      n = hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, dynexpr::parallel::max_threads));
+    }
+    dynexpr::parallel::set_num_threads(std::min(n, dynexpr::parallel::max_threads));
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) int dynexpr_rt_num_threads() {
+  return dynexpr::parallel::num_threads();
+}

@@ -17,11 +17,20 @@ config.suppress_errors it warns once and the entry stays on NumPy.
 
 `dynexpr.synchronize()` waits for every queued compile: tests and benchmarks that want the
 compiled kernel (not the NumPy tier) call it, or set config.background_compile = False.
+
+Note [background compiles and fork]
+A forked child has no compile thread, and a lock held at the fork stays held in it: a
+child that waited for a pending compile (synchronize(), a multiprocessing fork pool)
+would wait forever. After a fork the child gets fresh locks, queue and state; the
+compiles that were pending in the parent are queued again in the child and its own
+compile thread starts on the first wait or call that needs it (the cache's file lock
+makes the child find the parent's result when the parent publishes it first).
 """
 
 from __future__ import annotations
 
 import atexit
+import os
 import queue
 import threading
 import time
@@ -36,6 +45,7 @@ _state: dict[str, Any] = {"thread": None, "exiting": False, "pending": 0, "runni
                           "kept": None}
 _idle = threading.Condition(_lock)
 _ANY = object()
+_unfinished: set = set()  # jobs submitted and not finished (queued again after a fork)
 
 
 class Job:
@@ -55,10 +65,8 @@ def submit(work: Callable[[], Any], label: str) -> Job:
     job = Job(work, label)
     with _lock:
         _state["pending"] += 1
-        if _state["thread"] is None or not _state["thread"].is_alive():
-            t = threading.Thread(target=_worker, name="dynexpr-compile", daemon=True)
-            _state["thread"] = t
-            t.start()
+        _unfinished.add(job)
+        _start_worker()
     _jobs.put(job)
     log = logs.get("cache")
     if log.isEnabledFor(20):
@@ -66,10 +74,20 @@ def submit(work: Callable[[], Any], label: str) -> Job:
     return job
 
 
+def _start_worker() -> None:
+    """Starts the compile thread if it is not running (_lock held)."""
+    if _state["thread"] is None or not _state["thread"].is_alive():
+        t = threading.Thread(target=_worker, name="dynexpr-compile", daemon=True)
+        _state["thread"] = t
+        t.start()
+
+
 def synchronize(timeout: float | None = None) -> bool:
     """Waits until every background compile has finished; False if `timeout` ran out."""
     deadline = None if timeout is None else time.monotonic() + timeout
     with _idle:
+        if _state["pending"]:
+            _start_worker()  # a forked child's first wait (Note [background compiles and fork])
         while _state["pending"]:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -110,9 +128,11 @@ def _worker() -> None:
 def _finish(job: Job, error: BaseException | None) -> None:
     job.error = error
     with _idle:
-        job.done = True
-        _state["pending"] -= 1
-        _idle.notify_all()
+        if job in _unfinished:  # not a stale parent's job finishing in a forked child
+            _unfinished.discard(job)
+            job.done = True
+            _state["pending"] -= 1
+            _idle.notify_all()
     log = logs.get("cache")
     if log.isEnabledFor(20) and error is None:
         log.info("dynexpr: %s compiled in the background in %.2fs", job.label, job.seconds)
@@ -137,6 +157,9 @@ class Tiered:
     def __call__(self, *arrays: Any) -> tuple:
         job = self.job
         if not job.done:
+            if _state["thread"] is None:  # forked child: Note [background compiles and fork]
+                with _lock:
+                    _start_worker()
             return self.fallback(*arrays)
         if job.error is None:
             if self.entry is not None:
@@ -144,7 +167,16 @@ class Tiered:
             return job.result(*arrays)
         from .captured import warn_once
         from .config import config
+        from .toolchain import BuildUnavailable
 
+        if isinstance(job.error, (BuildUnavailable, OSError)):
+            # The NumPy tier from now on (Note [when building is not possible]).
+            from .captured import warn_unavailable
+
+            warn_unavailable(job.error)
+            if self.entry is not None:
+                self.entry.compiled = self.fallback
+            return self.fallback(*arrays)
         if not config.suppress_errors:
             raise job.error
         warn_once(("bg-error", id(self)),
@@ -153,6 +185,20 @@ class Tiered:
         if self.entry is not None:
             self.entry.compiled = self.fallback
         return self.fallback(*arrays)
+
+
+def _after_fork_in_child() -> None:
+    global _jobs, _lock, _idle
+    _jobs, _lock = queue.Queue(), threading.Lock()
+    _idle = threading.Condition(_lock)
+    waiting = [j for j in _unfinished if not j.done]
+    _state.update(thread=None, exiting=False, pending=len(waiting), running=None, kept=None)
+    for job in waiting:
+        _jobs.put(job)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @atexit.register

@@ -1,11 +1,13 @@
 """dynexpr.cache — the on-disk compile cache of generated units.
 
-Layout under the cache directory ($DYNEXPR_CACHE_DIR, default ~/.cache/dynexpr, 0700):
+Layout under the cache directory ($DYNEXPR_CACHE_DIR or dynexpr.config.cache_dir,
+default ~/.cache/dynexpr; directories 0700, files 0600):
 
     v1/toolchain.json             compiler fingerprints, memoised by compiler file + CPU
-    v1/pch/<key>/prelude.hpp(.gch)  the precompiled prelude (kernels/prelude.hpp)
-    v1/rt/<key>/libdynexpr_rt.so  the runtime library units link against (runtime.cpp)
-    v1/units/<kk>/<key>/          unit.cpp, unit.so, unit.sha256, meta.json
+    v1/pch/<key>/                 prelude.hpp, prelude.hpp.gch (+ .sha256), key.txt
+    v1/rt/<key>/                  libdynexpr_rt.so (+ .sha256): the runtime library units
+                                  link against (kernels/runtime.cpp)
+    v1/units/<kk>/<key>/          unit.cpp, unit.so, meta.json, unit.sha256
     v1/index/<hash>.json          (function identity, guard-set key) -> unit keys
     v1/locks/<key>.lock           fcntl locks: one compile of a key at a time
     v1/failed/<key>.cpp           sources the compiler rejected (named in the error)
@@ -13,14 +15,24 @@ Layout under the cache directory ($DYNEXPR_CACHE_DIR, default ~/.cache/dynexpr, 
 A unit's key is the sha256 of everything that changes its binary: the generated source,
 the ABI version, the content of every header under include/ and kernels/, the compiler's
 identity and version, the flags, and the resolved target ISA. Units are published by
-compiling into a temporary directory and renaming it into place under the key's lock;
-the sha256 of unit.so is recorded beside it and checked before every load, so a truncated
-or corrupted entry is rebuilt, never loaded.
+compiling into a temporary directory and renaming it into place under the key's lock.
+
+Note [verified artifacts]
+Everything that is loaded or fed to the compiler is checked against a sha256 recorded
+when it was published, before its first use in a process: a unit (one digest over
+unit.so and meta.json, so edited output extents are caught too), the runtime library
+and the precompiled prelude. One that does not verify is rebuilt, never loaded: a
+truncated shared object would kill the process with SIGBUS when mapped. The check is
+made once per process and artifact (memoised by inode, size and mtime), never per call.
+The directories themselves must be trusted (Note [cache trust] in trust.py); units link
+the runtime library through an $ORIGIN-relative rpath, so a cache directory can be moved
+or copied as a whole.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -34,9 +46,17 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-LAYOUT = "v1"
+from . import toolchain as _tc
+from . import trust
+from .toolchain import (KERNEL_FILES, LAYOUT, PKG_DIR, BuildUnavailable, CompileError,  # noqa: F401
+                        Toolchain, source_dirs, system_includes)
+from .toolchain import abi_version as _abi_version  # noqa: F401
+from .toolchain import headers_hash as _headers_hash
+from .toolchain import sha as _sha
+
 CXXFLAGS = ("-std=c++20", "-O2", "-march=native", "-fPIC")
 LINKFLAGS = ("-shared", "-pthread")
+SUBDIRS = ("pch", "rt", "units", "index", "locks", "failed")
 
 log = logging.getLogger("dynexpr.cache")
 log_code = logging.getLogger("dynexpr.output_code")
@@ -45,196 +65,167 @@ log_code = logging.getLogger("dynexpr.output_code")
 stats = {"compiles": 0, "hits": 0, "rebuilt": 0, "pch_builds": 0, "compile_seconds": 0.0}
 
 
-class CompileError(RuntimeError):
-    """dynexpr internal error: the C++ compiler rejected a generated unit."""
-
-
 # ----------------------------------------------------------------------------- paths
-PKG_DIR = Path(__file__).resolve().parent
+_dirs: dict[str, Path] = {}  # cache root as configured -> the layout directory used for it
+_warned: set[str] = set()  # roots warned about
+_cleaned: set[Path] = set()  # layout directories whose stale temporaries were removed
+_fallback_dir: Path | None = None
 
 
-def source_dirs() -> tuple[Path, Path]:
-    """(include root holding dynexpr/, kernels dir holding abi.h and prelude.hpp): the
-    installed copy in the package (`_include/`), else the source checkout's."""
-    inst = PKG_DIR / "_include"
-    if (inst / "kernels" / "abi.h").is_file():
-        return inst, inst / "kernels"
-    root = PKG_DIR.parent.parent
-    return root / "include", root / "kernels"
+def configured_root() -> str:
+    """dynexpr.config.cache_dir when set, else $DYNEXPR_CACHE_DIR, else ~/.cache/dynexpr."""
+    from .config import config
 
-
-def system_includes() -> list[str]:
-    """Third-party header directories (Eigen has its own directory; Highway and Hana
-    live in the default search path on Debian)."""
-    env = os.environ.get("DYNEXPR_SYSTEM_INCLUDES")
-    if env:
-        return [p for p in env.split(os.pathsep) if p]
-    out = []
-    try:
-        from . import _config  # written by meson at build time
-
-        out += list(getattr(_config, "SYSTEM_INCLUDES", ()))
-    except ImportError:
-        pass
-    for cand in ("/usr/include/eigen3", "/usr/local/include/eigen3"):
-        if cand not in out and Path(cand, "Eigen", "Core").is_file():
-            out.append(cand)
-    return out
-
-
-_dirs: dict[str, Path] = {}  # cache root -> the layout directory used for it
-_warned = False
+    return config.cache_dir
 
 
 def cache_dir() -> Path:
-    """The layout directory, created 0700; an unusable one falls back to a private
-    temporary directory, with one warning per process."""
-    root = Path(os.environ.get("DYNEXPR_CACHE_DIR") or Path.home() / ".cache" / "dynexpr")
-    d = _dirs.get(str(root))
+    """The layout directory, created 0700. One that cannot be used (not creatable, not
+    writable, or not trusted: Note [cache trust]) is replaced by a private temporary
+    directory for this process, with one warning. A relative root is resolved against
+    the working directory once, at its first use (a later os.chdir does not move it)."""
+    raw = configured_root()
+    d = _dirs.get(raw)
     if d is not None:
         return d
+    root = Path(raw).expanduser().absolute()
     d = root / LAYOUT
     try:
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        d.mkdir(exist_ok=True, mode=0o700)
-        for sub in ("pch", "rt", "units", "index", "locks", "failed"):
-            (d / sub).mkdir(exist_ok=True, mode=0o700)
-        probe = d / "locks" / f".probe-{os.getpid()}"
-        os.close(os.open(probe, os.O_CREAT | os.O_WRONLY, 0o600))
-        os.unlink(probe)
+        top = _existing_ancestor(d)
+        if not top.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{top} is not a directory")
+        why = trust.problem(top)
+        if why is None:
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            d.mkdir(exist_ok=True, mode=0o700)
+            why = trust.problem(d)
+        if why is None:
+            for sub in SUBDIRS:
+                (d / sub).mkdir(exist_ok=True, mode=0o700)
+                why = why or trust.check_owned(d / sub)
+        if why is not None:
+            d = _fallback(root, f"it is not safe to load code from: {why}. Anyone who can "
+                          "write there could make this process run their code",
+                          "use a directory that only you can write (chmod go-w it, or "
+                          "set DYNEXPR_CACHE_DIR or dynexpr.config.cache_dir to one)")
+        else:
+            probe = d / "locks" / f".probe-{os.getpid()}-"
+            os.close(os.open(probe, os.O_CREAT | os.O_WRONLY, 0o600))
+            os.unlink(probe)
     except OSError as e:
-        d = _fallback(root, e)
-    _dirs[str(root)] = d
+        d = _fallback(root, f"it is not usable ({e.strerror or e})",
+                      "set DYNEXPR_CACHE_DIR to a writable directory to keep them")
+    _dirs[raw] = d
     return d
 
 
-def _fallback(root: Path, err: OSError) -> Path:
-    global _warned
-    tmp = Path(tempfile.mkdtemp(prefix="dynexpr-cache-")) / LAYOUT
-    for sub in ("pch", "rt", "units", "index", "locks", "failed"):
-        (tmp / sub).mkdir(parents=True, mode=0o700)
-    if not _warned:
-        _warned = True
+def _existing_ancestor(p: Path) -> Path:
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    return p
+
+
+def _fallback(root: Path, why: str, way_out: str) -> Path:
+    """The process's private temporary cache (one per process, removed at exit)."""
+    global _fallback_dir
+    if _fallback_dir is None or not _fallback_dir.is_dir():
+        tmp = trust.private_temp_dir() / LAYOUT
+        for sub in SUBDIRS:
+            (tmp / sub).mkdir(parents=True, mode=0o700)
+        _fallback_dir = tmp
+    if str(root) not in _warned:
+        _warned.add(str(root))
         warnings.warn(
-            f"dynexpr: cache directory {root} is not usable ({err.strerror or err}); "
-            f"compiled kernels go to {tmp.parent} for this process only. Set "
-            "DYNEXPR_CACHE_DIR to a writable directory to keep them.",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-    return tmp
+            f"dynexpr: cache directory {root}: {why}; compiled kernels go to "
+            f"{_fallback_dir.parent} for this process only (removed at exit). To keep "
+            f"them, {way_out}.", RuntimeWarning, stacklevel=4)
+    return _fallback_dir
 
 
 def reset() -> None:
     """Forget this process's view of the cache directory and toolchain (tests)."""
-    global _warned, _toolchain
+    global _toolchain
     _dirs.clear()
-    _warned = False
+    _warned.clear()
+    _cleaned.clear()
+    _verified.clear()
     _toolchain = None
 
 
+def _clean_stale(d: Path) -> None:
+    """Removes temporaries that killed builders left (Note [stale temporaries]); once per
+    process and cache, before its first build (never on the warm path)."""
+    if d in _cleaned:
+        return
+    _cleaned.add(d)
+    dirs = [d, d / "index", d / "locks"]
+    for sub in ("pch", "rt", "units"):
+        with contextlib.suppress(OSError):
+            dirs += [Path(e.path) for e in os.scandir(d / sub) if e.is_dir()]
+    n = trust.clean_stale(dirs)
+    if n:
+        log.info("dynexpr cache: removed %d stale temporaries of killed builds", n)
+
+
 # ------------------------------------------------------------------------- toolchain
-@dataclass(frozen=True)
-class Toolchain:
-    cxx: str
-    version: str  # first line of `c++ --version`
-    isa: str  # resolved -march=native target flags
-    headers: str  # sha256 of every header under include/ and kernels/
-    abi: int
-    flags: tuple[str, ...]
-
-    def fingerprint(self) -> str:
-        return _sha({"cxx": self.version, "isa": self.isa, "headers": self.headers,
-                     "abi": self.abi, "flags": self.flags, "layout": LAYOUT})
-
-
 _toolchain: Toolchain | None = None
 
 
 def toolchain() -> Toolchain:
     global _toolchain
     if _toolchain is None:
-        _toolchain = _make_toolchain()
+        _toolchain = _tc.make(cache_dir() / "toolchain.json", CXXFLAGS + LINKFLAGS,
+                              _write_atomic)
     return _toolchain
 
 
-def _make_toolchain() -> Toolchain:
-    cxx = os.environ.get("CXX") or "c++"
-    path = shutil.which(cxx)
-    if path is None:
-        raise CompileError(f"dynexpr: no C++ compiler found ({cxx!r}); install g++ or set CXX")
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    cpu = _cpu_identity()
-    flags = CXXFLAGS + LINKFLAGS
-    # Running the compiler costs tens of ms: memoise what it says per compiler file and CPU.
-    memo_key = _sha([real, st.st_size, st.st_mtime_ns, cpu, flags])
-    memo_file = cache_dir() / "toolchain.json"
-    memo = _read_json(memo_file) or {}
-    entry = memo.get(memo_key)
-    if entry is None:
-        version = _run([path, "--version"]).splitlines()[0].strip()
-        isa = _resolve_isa(path)
-        entry = {"version": version, "isa": isa}
-        memo[memo_key] = entry
-        with contextlib.suppress(OSError):
-            _write_atomic(memo_file, json.dumps(memo, indent=1).encode())
-    inc, kern = source_dirs()
-    return Toolchain(path, entry["version"], entry["isa"], _headers_hash(inc, kern),
-                     _abi_version(kern), flags)
+# ------------------------------------------------------------------------ verifying
+_verified: dict[str, tuple] = {}  # path -> (inode, size, mtime) of the copy that verified
 
 
-def _cpu_identity() -> str:
+def _signature(path: Path) -> tuple | None:
     try:
-        text = Path("/proc/cpuinfo").read_text()
+        st = os.stat(path)
     except OSError:
-        return ""
-    keep = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags"))][:2]
-    return hashlib.sha256("\n".join(keep).encode()).hexdigest()
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _resolve_isa(cxx: str) -> str:
-    """What -march=native means here: the -march/-mtune values and the enabled -m flags."""
-    out = _run([cxx, "-march=native", "-Q", "--help=target"])
-    keep = []
-    for ln in out.splitlines():
-        parts = ln.split()
-        if len(parts) >= 2 and parts[0].startswith("-m") and (
-                parts[1] == "[enabled]" or parts[0] in ("-march=", "-mtune=")):
-            keep.append(" ".join(parts[:2]))
-    return ";".join(keep)
-
-
-# What a generated unit can include from kernels/; meson installs exactly these with the
-# package, so a checkout and an installed copy of the same headers hash alike.
-KERNEL_FILES = ("abi.h", "prelude.hpp", "runtime.cpp")
-
-
-def _headers_hash(include: Path, kernels: Path) -> str:
-    """sha256 of every header under include/dynexpr/ and of KERNEL_FILES."""
-    # os.walk, not Path.rglob: this runs in every new process, and rglob's pattern
-    # machinery alone costs more than reading the headers.
-    files = []
-    for top, subdirs, names in os.walk(include / "dynexpr"):
-        subdirs.sort()
-        files += [os.path.join(top, n) for n in names
-                  if n.endswith((".h", ".hpp", ".inl", ".cuh"))]
-    named = sorted((os.path.relpath(f, include), f) for f in files)
-    named += [(f"kernels/{n}", str(kernels / n)) for n in KERNEL_FILES]
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
-    for rel, f in named:
-        h.update(rel.encode() + b"\0")
-        with open(f, "rb") as fh:
-            h.update(fh.read() + b"\0")
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
     return h.hexdigest()
 
 
-def _abi_version(kernels: Path) -> int:
-    for line in (kernels / "abi.h").read_text().splitlines():
-        parts = line.split()
-        if parts[:2] == ["#define", "DYNEXPR_ABI_VERSION"] and len(parts) > 2:
-            return int(parts[2])
-    raise CompileError(f"dynexpr: no DYNEXPR_ABI_VERSION in {kernels / 'abi.h'}")
+def verify_file(path: Path) -> bool:
+    """Whether `path` matches the sha256 recorded beside it (`<name>.sha256`) and lies
+    in a trusted directory; hashed once per process while the file stays the same."""
+    sig = _signature(path)
+    if sig is None:
+        return False
+    if _verified.get(str(path)) == sig:
+        return True
+    if trust.problem(path.parent) is not None:
+        log.warning("dynexpr cache: not using %s: %s", path, trust.problem(path.parent))
+        return False
+    try:
+        recorded = path.with_name(path.name + ".sha256").read_text().strip()
+        ok = file_sha256(path) == recorded
+    except (OSError, ValueError):
+        ok = False
+    if ok:
+        _verified[str(path)] = sig
+    elif path.exists():
+        log.warning("dynexpr cache: %s does not match its recorded sha256; rebuilding", path)
+    return ok
+
+
+def _record(built: Path, final: Path) -> None:
+    """Writes `<final>.sha256`, the digest of `built` (published as `final` next)."""
+    trust.write_private(final.with_name(final.name + ".sha256"),
+                        (file_sha256(built) + "\n").encode())
 
 
 # ------------------------------------------------------------------------ artifacts
@@ -257,19 +248,36 @@ def _unit_dir(key: str) -> Path:
     return cache_dir() / "units" / key[:2] / key
 
 
+def unit_digest(so: bytes, meta: bytes) -> str:
+    """One sha256 over unit.so and meta.json (Note [verified artifacts])."""
+    h = hashlib.sha256(b"dynexpr unit\0%d\0" % len(so))
+    h.update(so)
+    h.update(b"\0meta.json\0")
+    h.update(meta)
+    return h.hexdigest()
+
+
 def lookup(key: str) -> Artifact | None:
-    """A published, verified artifact, or None (missing or damaged)."""
+    """A published, verified artifact, or None (missing, damaged or not ours)."""
     d = _unit_dir(key)
     try:
+        why = trust.check_owned(d)
         recorded = (d / "unit.sha256").read_text().strip()
-        meta = json.loads((d / "meta.json").read_text())
+        meta_bytes = (d / "meta.json").read_bytes()
         data = (d / "unit.so").read_bytes()
     except (OSError, ValueError):
         return None
-    if hashlib.sha256(data).hexdigest() != recorded:
+    if why is not None:
+        log.warning("dynexpr cache: not loading %s: %s; rebuilding", d, why)
+        return None
+    if unit_digest(data, meta_bytes) != recorded:
         log.warning("dynexpr cache: %s does not match its recorded hash; rebuilding", d)
         return None
-    return Artifact(key, d, meta)
+    try:
+        meta = json.loads(meta_bytes)
+    except ValueError:
+        return None
+    return Artifact(key, d, meta) if isinstance(meta, dict) else None
 
 
 def get_or_build(source: str, meta: dict) -> Artifact:
@@ -280,11 +288,18 @@ def get_or_build(source: str, meta: dict) -> Artifact:
         stats["hits"] += 1
         log.debug("dynexpr cache: hit %s", key[:16])
         return art
+    return rebuild(key, source, meta, only_if_missing=True)
+
+
+def rebuild(key: str, source: str, meta: dict, *, only_if_missing: bool = False) -> Artifact:
+    """Compiles the unit `key` again (a published copy that failed to load is removed
+    first); with only_if_missing, a copy another process published meanwhile is used."""
     with _lock(key):
-        art = lookup(key)  # another process may have published it meanwhile
-        if art is not None:
-            stats["hits"] += 1
-            return art
+        if only_if_missing:
+            art = lookup(key)  # another process may have published it meanwhile
+            if art is not None:
+                stats["hits"] += 1
+                return art
         d = _unit_dir(key)
         if d.exists():
             stats["rebuilt"] += 1
@@ -294,32 +309,42 @@ def get_or_build(source: str, meta: dict) -> Artifact:
 
 def _build(key: str, source: str, meta: dict) -> Artifact:
     final = _unit_dir(key)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    _clean_stale(cache_dir())
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = Path(tempfile.mkdtemp(prefix=f".build-{os.getpid()}-", dir=final.parent))
+    except OSError as e:
+        raise _tc.unavailable(e, f"cannot write into the cache directory {final.parent}") \
+            from None
     try:
         src = tmp / "unit.cpp"
-        src.write_text(source)
+        trust.write_private(src, source.encode())
         log_code.info("dynexpr: generated unit %s:\n%s", key[:16], source)
         pch_dir = ensure_pch()
-        cmd = compile_command(src, tmp / "unit.so", pch_dir, ensure_runtime())
+        cmd = compile_command(src, tmp / "unit.so", pch_dir, ensure_runtime(), final)
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        proc = _compiler(cmd)
         stats["compile_seconds"] += time.perf_counter() - t0
         if proc.returncode != 0:
             kept = cache_dir() / "failed" / f"{key}.cpp"
             with contextlib.suppress(OSError):
-                shutil.copyfile(src, kept)
-            raise CompileError(
-                "dynexpr internal error: the C++ compiler failed on the generated file "
-                f"{kept}\ncommand: {' '.join(cmd)}\n{proc.stderr[-20000:]}")
+                trust.write_private(kept, source.encode())
+            raise _tc.classify(cmd, proc.returncode, proc.stderr,
+                               "dynexpr internal error: the C++ compiler failed on the "
+                               f"generated file {kept}")
         if "not used because" in proc.stderr or "invalid" in proc.stderr and ".gch" in proc.stderr:
             log.warning("dynexpr cache: the precompiled prelude was not used: %s", proc.stderr)
         stats["compiles"] += 1
-        data = (tmp / "unit.so").read_bytes()
-        (tmp / "unit.sha256").write_text(hashlib.sha256(data).hexdigest() + "\n")
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        os.chmod(tmp, 0o700)
+        os.chmod(tmp / "unit.so", 0o700)
+        meta_bytes = json.dumps(meta).encode()
+        trust.write_private(tmp / "meta.json", meta_bytes)
+        digest = unit_digest((tmp / "unit.so").read_bytes(), meta_bytes)
+        trust.write_private(tmp / "unit.sha256", (digest + "\n").encode())
         os.rename(tmp, final)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _tc.unavailable(e, f"cannot build {key[:16]} in the cache {final.parent}") \
+            from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -327,10 +352,24 @@ def _build(key: str, source: str, meta: dict) -> Artifact:
     return Artifact(key, final, meta)
 
 
+def discard(key: str) -> None:
+    """Removes the published unit `key` (it verified but did not load)."""
+    with _lock(key):
+        shutil.rmtree(_unit_dir(key), ignore_errors=True)
+
+
+def _compiler(cmd: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as e:  # the compiler vanished, or no memory / processes to start it
+        raise _tc.unavailable(e, f"cannot start the compiler {cmd[0]}") from None
+
+
 def compile_command(src: Path, out: Path, pch_dir: Path | None,
-                    rt_dir: Path | None = None) -> list[str]:
-    """The compiler command for one unit; linked against libdynexpr_rt.so in rt_dir (found
-    again at load time through the unit's rpath)."""
+                    rt_dir: Path | None = None, unit_dir: Path | None = None) -> list[str]:
+    """The compiler command for one unit; linked against libdynexpr_rt.so in rt_dir, found
+    again at load time through the unit's rpath: relative to the unit ($ORIGIN) when
+    both lie in one cache directory, so the directory can be moved whole."""
     tc = toolchain()
     inc, kern = source_dirs()
     cmd = [tc.cxx, *CXXFLAGS, "-Winvalid-pch"]
@@ -341,63 +380,81 @@ def compile_command(src: Path, out: Path, pch_dir: Path | None,
         cmd += ["-isystem", s]
     cmd += [*LINKFLAGS, str(src), "-o", str(out)]
     if rt_dir is not None:
-        cmd += [str(rt_dir / RUNTIME_LIB), f"-Wl,-rpath,{rt_dir}"]
+        rpath = str(rt_dir)
+        if unit_dir is not None and rt_dir.parent.parent == unit_dir.parent.parent.parent:
+            rpath = "$ORIGIN/" + os.path.relpath(rt_dir, unit_dir)
+        cmd += [str(rt_dir / RUNTIME_LIB), f"-Wl,-rpath,{rpath}"]
     return cmd
 
 
 # -------------------------------------------------------------- precompiled prelude
+PCH = "prelude.hpp.gch"
+
+
 def pch_key() -> str:
     return _sha({"pch": toolchain().fingerprint(), "sys": system_includes()})
 
 
+def _prebuilt(name: str, key: str) -> Path | None:
+    """The package's `_pch` directory when it holds `name` for this key, verified."""
+    inst = PKG_DIR / "_pch"
+    with contextlib.suppress(OSError):
+        if (inst / "key.txt").read_text().strip() == key and verify_file(inst / name):
+            return inst
+    return None
+
+
 def ensure_pch() -> Path | None:
-    """The directory holding prelude.hpp and its .gch for this toolchain: the one
-    installed with the package if it matches, else the cache's (built now if missing).
-    None if precompiling is disabled (DYNEXPR_NO_PCH=1) or failed (then units include
-    the prelude as text: slower, still correct)."""
+    """The directory holding prelude.hpp and its verified .gch for this toolchain: the
+    one installed with the package if it matches, else the cache's (built now if missing
+    or damaged). None if precompiling is disabled (DYNEXPR_NO_PCH=1) or failed (then units
+    include the prelude as text: slower, still correct)."""
     if os.environ.get("DYNEXPR_NO_PCH"):
         return None
     key = pch_key()
-    inst = PKG_DIR / "_pch"
-    with contextlib.suppress(OSError):
-        if (inst / "key.txt").read_text().strip() == key and (inst / "prelude.hpp.gch").is_file():
-            return inst
+    inst = _prebuilt(PCH, key)
+    if inst is not None:
+        return inst
     d = cache_dir() / "pch" / key
-    if (d / "ok").is_file():
+    if verify_file(d / PCH):
         return d
     with _lock("pch-" + key):
-        if (d / "ok").is_file():
+        if verify_file(d / PCH):
             return d
         try:
             build_pch(d)
         except CompileError as e:
             log.warning("%s", e)
             return None
+        except OSError as e:
+            log.warning("dynexpr cache: cannot precompile the prelude in %s: %s", d, e)
+            return None
     return d
 
 
-def build_pch(d: Path, marker: bool = True) -> None:
-    """Precompiles kernels/prelude.hpp into d (prelude.hpp + prelude.hpp.gch + key.txt;
-    and `ok`, the cache's mark of a finished build, unless marker is False)."""
+def build_pch(d: Path) -> None:
+    """Precompiles kernels/prelude.hpp into d: prelude.hpp, prelude.hpp.gch (published by
+    rename, its sha256 beside it) and key.txt."""
     tc = toolchain()
     inc, kern = source_dirs()
-    d.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(kern / "prelude.hpp", d / "prelude.hpp")
-    tmp = d / f"prelude.hpp.gch.tmp{os.getpid()}"
+    _clean_stale(cache_dir())
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    trust.write_private(d / "prelude.hpp", (kern / "prelude.hpp").read_bytes())
+    tmp = d / f"{PCH}.tmp{os.getpid()}"
     cmd = [tc.cxx, *CXXFLAGS, "-I", str(inc), "-I", str(kern)]
     for s in system_includes():
         cmd += ["-isystem", s]
     cmd += ["-pthread", "-x", "c++-header", str(d / "prelude.hpp"), "-o", str(tmp)]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = _compiler(cmd)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise CompileError("dynexpr internal error: precompiling kernels/prelude.hpp failed\n"
-                           f"command: {' '.join(cmd)}\n{proc.stderr[-20000:]}")
-    os.rename(tmp, d / "prelude.hpp.gch")
-    (d / "key.txt").write_text(pch_key() + "\n")
-    if marker:
-        (d / "ok").write_text(f"{time.perf_counter() - t0:.2f}s\n")
+        raise _tc.classify(cmd, proc.returncode, proc.stderr,
+                           "dynexpr internal error: precompiling kernels/prelude.hpp failed")
+    os.chmod(tmp, 0o600)
+    _record(tmp, d / PCH)
+    os.rename(tmp, d / PCH)
+    trust.write_private(d / "key.txt", (pch_key() + "\n").encode())
     stats["pch_builds"] += 1
     log.info("dynexpr cache: precompiled the prelude in %.1fs", time.perf_counter() - t0)
 
@@ -408,40 +465,53 @@ RUNTIME_LIB = "libdynexpr_rt.so"
 
 def ensure_runtime() -> Path:
     """The directory holding libdynexpr_rt.so (kernels/runtime.cpp: the thread pool and
-    argument checks every unit links against) for this toolchain and header set: the one
-    installed with the package if it matches, else the cache's, built now if missing."""
+    argument checks every unit links against) for this toolchain and header set, verified:
+    the one installed with the package if it matches, else the cache's, built now if
+    missing or damaged."""
     key = pch_key()
-    inst = PKG_DIR / "_pch"
-    with contextlib.suppress(OSError):
-        if (inst / "key.txt").read_text().strip() == key and (inst / RUNTIME_LIB).is_file():
-            return inst
+    inst = _prebuilt(RUNTIME_LIB, key)
+    if inst is not None:
+        return inst
     d = cache_dir() / "rt" / key
-    if (d / RUNTIME_LIB).is_file():
+    if verify_file(d / RUNTIME_LIB):
         return d
     with _lock("rt-" + key):
-        if not (d / RUNTIME_LIB).is_file():
+        if not verify_file(d / RUNTIME_LIB):
+            if (d / RUNTIME_LIB).exists():
+                stats["rebuilt"] += 1
             build_runtime(d)
     return d
 
 
 def build_runtime(d: Path) -> None:
-    """Compiles kernels/runtime.cpp into d/libdynexpr_rt.so (published by rename)."""
+    """Compiles kernels/runtime.cpp into d/libdynexpr_rt.so (published by rename, its
+    sha256 beside it)."""
     tc = toolchain()
     inc, kern = source_dirs()
-    d.mkdir(parents=True, exist_ok=True)
+    _clean_stale(cache_dir())
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise _tc.unavailable(e, f"cannot write into the cache directory {d}") from None
     tmp = d / f"{RUNTIME_LIB}.tmp{os.getpid()}"
     cmd = [tc.cxx, *CXXFLAGS, "-I", str(kern), "-I", str(inc)]
     for s in system_includes():
         cmd += ["-isystem", s]
     cmd += [*LINKFLAGS, f"-Wl,-soname,{RUNTIME_LIB}", str(kern / "runtime.cpp"), "-o", str(tmp)]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = _compiler(cmd)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise CompileError("dynexpr internal error: building the runtime library "
-                           f"(kernels/runtime.cpp) failed\ncommand: {' '.join(cmd)}\n"
-                           f"{proc.stderr[-20000:]}")
-    os.rename(tmp, d / RUNTIME_LIB)
+        raise _tc.classify(cmd, proc.returncode, proc.stderr,
+                           "dynexpr internal error: building the runtime library "
+                           "(kernels/runtime.cpp) failed")
+    try:
+        os.chmod(tmp, 0o700)
+        _record(tmp, d / RUNTIME_LIB)
+        os.rename(tmp, d / RUNTIME_LIB)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _tc.unavailable(e, f"cannot publish {RUNTIME_LIB} in {d}") from None
     log.info("dynexpr cache: built %s in %.1fs", RUNTIME_LIB, time.perf_counter() - t0)
 
 
@@ -451,11 +521,13 @@ def _index_file(fn_id: str, guard_key: str) -> Path:
 
 
 def index_get(fn_id: str, guard_key: str) -> dict | None:
-    """What index_put recorded for (function identity, guard-set key), or None."""
+    """What index_put recorded for (function identity, guard-set key), or None (also
+    for a record that is not what index_put writes)."""
     rec = _read_json(_index_file(fn_id, guard_key))
-    if not rec or rec.get("fn") != fn_id or rec.get("guards") != guard_key:
+    if not isinstance(rec, dict) or rec.get("fn") != fn_id or rec.get("guards") != guard_key:
         return None
-    return rec.get("value")
+    value = rec.get("value")
+    return value if isinstance(value, dict) else None
 
 
 def index_put(fn_id: str, guard_key: str, value: dict) -> None:
@@ -469,7 +541,10 @@ def index_put(fn_id: str, guard_key: str, value: dict) -> None:
 @contextlib.contextmanager
 def _lock(name: str):
     path = cache_dir() / "locks" / f"{name}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as e:
+        raise _tc.unavailable(e, f"cannot lock {path}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -479,7 +554,7 @@ def _lock(name: str):
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{os.getpid()}-")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -497,23 +572,16 @@ def _read_json(path: Path):
         return None
 
 
-def _run(cmd: list[str]) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise CompileError(f"dynexpr: `{' '.join(cmd)}` failed:\n{proc.stderr}")
-    return proc.stdout
-
-
-def _sha(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
 if __name__ == "__main__":
     # meson (option python_pch) precompiles the prelude at build time to install it with
-    # the package: python bridge/dynexpr/cache.py --build-pch OUTDIR
+    # the package: python -m dynexpr.cache --build-pch OUTDIR. Installed files are for
+    # every user of the package: readable by all, writable by the installer only.
     import sys
 
     if len(sys.argv) != 3 or sys.argv[1] != "--build-pch":
-        sys.exit("usage: cache.py --build-pch OUTDIR")
-    build_pch(Path(sys.argv[2]), marker=False)
-    build_runtime(Path(sys.argv[2]))
+        sys.exit("usage: python -m dynexpr.cache --build-pch OUTDIR")
+    out = Path(sys.argv[2])
+    build_pch(out)
+    build_runtime(out)
+    for f in out.iterdir():
+        os.chmod(f, 0o755 if f.suffix == ".so" else 0o644)

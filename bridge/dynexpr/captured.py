@@ -14,7 +14,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import operator
+import os
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -35,6 +37,7 @@ from .capture import dynamic
 from .capture.translate import stack_depth, translate_dynamic
 from .guards import GuardSet, changed_dims, format_source, resolve
 from .segments import Segments
+from .toolchain import BuildUnavailable
 
 CacheInfo = namedtuple("CacheInfo", "hits misses compiles entries")
 BACKENDS = ("cpu", "eager")
@@ -164,6 +167,8 @@ class CapturedFunction:
         self._recompiles: list[tuple[int, list[tuple[str, str]]]] = []
         self._segments = Segments(self)  # what runs after a graph break
         self._deep: int | None = None  # a stack depth at which translating ran out of stack
+        # Note [one compile per guard set]: held while a miss finds or adds an entry.
+        self._lock = threading.RLock()
         _live.add(self)
 
     def __repr__(self) -> str:
@@ -210,12 +215,38 @@ class CapturedFunction:
         return build(entry.template, outs, bound, self._fn)
 
     def _miss(self, bound: list, args: tuple, kwargs: dict) -> Any:
+        # Note [one compile per guard set]
+        # Threads that miss at once would each translate and compile the same guard set
+        # (8 threads: 8 identical entries, and the recompile limit reached by copies).
+        # The miss path finds or adds the entry under a per-function lock, so one thread
+        # builds it and the others find it; the hit path (__call__) takes no lock.
         fn = self._fn
-        self._misses += 1
         if getattr(fn, "__dynexpr_disable__", False):
+            self._misses += 1
             return fn(*args, **kwargs)
         if self._deep is not None and stack_depth() >= self._deep:
+            self._misses += 1
             return fn(*args, **kwargs)  # Note [the translator's own stack]
+        with self._lock:
+            entry = self._find(bound)
+            if entry is not None:
+                self._hits += 1
+            else:
+                self._misses += 1
+                entry = self._add_entry(bound)
+        if entry is None:
+            return fn(*args, **kwargs)
+        return self._run(entry, bound, args, kwargs)
+
+    def _find(self, bound: list) -> Entry | None:
+        centries = self._centries
+        if centries is not None and _select is not None:
+            return _select(centries, bound, self._fn)
+        return next((e for e in self._entries if e.guards.holds(bound, self._fn)), None)
+
+    def _add_entry(self, bound: list) -> Entry | None:
+        """A new entry for this call (self._lock held), or None: run as plain Python."""
+        fn = self._fn
         if self._entries:
             why = self._why(bound)
             self._log_recompile(why)
@@ -232,7 +263,7 @@ class CapturedFunction:
                     f"value seen):\n{text}\nRaise dynexpr.config.recompile_limit, or use "
                     "dynamic=True / mark_dynamic for changing shapes",
                 )
-                return fn(*args, **kwargs)
+                return None
             self._recompiles.append(record)
         if _state["entries"] >= config.accumulated_recompile_limit:
             warn_once(
@@ -240,7 +271,7 @@ class CapturedFunction:
                 "dynexpr: config.accumulated_recompile_limit "
                 f"({config.accumulated_recompile_limit}) reached; new captures run as plain Python",
             )
-            return fn(*args, **kwargs)
+            return None
         try:
             entry = self._new_entry(bound)
         except RecursionError:
@@ -248,16 +279,16 @@ class CapturedFunction:
             # frames per frame it follows, so it can run out of stack where the plain
             # call does not. Nothing has run yet: run the call plainly, and do not
             # translate again this deep (the plain call raises RecursionError itself
-            # where plain Python would).
-            self._deep = stack_depth()
+            # where plain Python would). _miss checks the depth one frame up.
+            self._deep = stack_depth() - 1
             if self._entries:
                 self._recompiles.pop()  # no entry came of it
-            return fn(*args, **kwargs)
+            return None
         except InternalError as e:
             if not config.suppress_errors:
                 raise
             warn_once((id(self), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
-            return fn(*args, **kwargs)
+            return None
         self._entries.append(entry)
         if self._centries is not None:
             if entry.cguards is None:
@@ -270,7 +301,7 @@ class CapturedFunction:
                 f"dynexpr: {self._fn.__qualname__}: entry {len(self._entries)}: {_summary(entry)}",
                 file=sys.stderr,
             )
-        return self._run(entry, bound, args, kwargs)
+        return entry
 
     def _new_entry(self, bound: list) -> Entry:
         tr = None
@@ -329,6 +360,8 @@ class CapturedFunction:
         elif backend == "cpu" and _cpu_available():
             try:
                 compiled = self._compile_cpu(graph, example_inputs)
+            except (BuildUnavailable, OSError) as e:
+                compiled = unavailable(e, graph)
             except NotImplementedError as e:  # a valid graph the compiled backend lacks
                 warn_once(
                     ("cpu-missing", str(e)),
@@ -490,8 +523,37 @@ def _summary(entry: Entry) -> str:
     return f"{len(entry.translation.graph.ops())} ops, {len(entry.guards)} guards"
 
 
+def unavailable(err: BaseException, graph) -> Callable:
+    """Note [when building is not possible]
+    No compiler, a full disk or an unwritable cache is the machine's state, not the
+    user's mistake: the call must still return what NumPy returns. The entry runs its
+    captured graph with NumPy (the eager backend: the same results, unfused), with one
+    warning per process naming the cause; later new entries try to compile again. A
+    compiler that rejects the generated code is still an error (CompileError)."""
+    warn_unavailable(err)
+    return eager.compile_graph(graph)
+
+
+def warn_unavailable(err: BaseException) -> None:
+    warn_once("build-unavailable",
+              f"{err}\ndynexpr: kernels cannot be compiled here now; captured functions run "
+              "with NumPy instead (the same results, unfused). Free disk space, make the "
+              "cache directory writable (DYNEXPR_CACHE_DIR) or install g++ (CXX) to get "
+              "compiled kernels.")
+
+
 def _nothing(*_: Any) -> tuple:
     return ()
+
+
+def _after_fork_in_child() -> None:
+    # A lock another thread held at the fork stays held forever in the child.
+    for f in list(_live):
+        f._lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def reset() -> None:

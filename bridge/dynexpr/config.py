@@ -3,7 +3,9 @@
     dynexpr.config.recompile_limit = 16
 
 Unknown names and wrong types raise at once, naming the valid choices, so a typo never
-silently does nothing.
+silently does nothing. Every setting takes effect when set: cache_dir switches the cache
+used by the next lookup or compile (a relative path is made absolute at once), and
+num_threads resizes the kernels' thread pool (0: one thread per core).
 """
 
 from __future__ import annotations
@@ -31,11 +33,9 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
     ),
     "cache_dir": (
         str,
-        lambda: (
-            os.environ.get("DYNEXPR_CACHE_DIR")
-            or os.path.join(os.path.expanduser("~"), ".cache", "dynexpr")
-        ),
-        "where compiled kernels are cached ($DYNEXPR_CACHE_DIR)",
+        None,  # read when asked (Config.__getattr__) until set: $DYNEXPR_CACHE_DIR may change
+        "where compiled kernels are cached ($DYNEXPR_CACHE_DIR, default ~/.cache/dynexpr; "
+        "only a directory that only you can write is used: see the README)",
     ),
     "num_threads": (
         int,
@@ -58,7 +58,21 @@ class Config:
 
     def __init__(self) -> None:
         for name, (_, default, _) in _FIELDS.items():
-            object.__setattr__(self, name, default())
+            if default is not None:
+                object.__setattr__(self, name, default())
+
+    def __getattr__(self, name: str) -> Any:
+        # Only settings whose default follows the environment get here (until set).
+        if name == "cache_dir":
+            return (os.environ.get("DYNEXPR_CACHE_DIR")
+                    or os.path.join(os.path.expanduser("~"), ".cache", "dynexpr"))
+        raise AttributeError(f"dynexpr.config has no setting {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        """`del dynexpr.config.cache_dir` returns to the default ($DYNEXPR_CACHE_DIR)."""
+        if name != "cache_dir":
+            raise AttributeError(f"dynexpr.config.{name} cannot be deleted; set it instead")
+        self.__dict__.pop(name, None)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in _FIELDS:
@@ -73,7 +87,16 @@ class Config:
             )
         if typ is int and value < 0:
             raise ValueError(f"dynexpr.config.{name} must be >= 0, got {value}")
+        if name == "cache_dir":
+            if not value:
+                raise ValueError("dynexpr.config.cache_dir must name a directory; "
+                                 "`del dynexpr.config.cache_dir` restores the default")
+            value = os.path.abspath(os.path.expanduser(value))
         object.__setattr__(self, name, value)
+        if name == "num_threads":
+            from . import runtime  # resizes the pool now if kernels are loaded, else at load
+
+            runtime.set_num_threads(value)
 
     @staticmethod
     def describe() -> str:

@@ -11,16 +11,28 @@ output that is an argument (or a version of a mutated one) is that argument obje
 For a warm start without rebuilding the graph, `build()` gives the unit's cache key and
 `load(key)` turns a key back into the callable; cache.index_get/index_put map a function
 identity and guard-set key to such keys (see dynexpr.cache).
+
+Note [loading a unit]
+A unit is loaded only after it verified (cache.lookup) and after this process loaded the
+verified runtime library it links against (`_runtime_lib`): the dynamic linker then
+resolves the unit's DT_NEEDED libdynexpr_rt.so by its soname to that copy, so a damaged
+or foreign runtime library on the unit's rpath is never mapped. A unit that verifies but
+still fails to load (a shared object that is not one, a meta.json that does not fit it)
+is removed and compiled once more; a second failure is an error.
 """
 
 from __future__ import annotations
 
+import ctypes
+import logging
 from dataclasses import dataclass
 
 from . import cache, codegen, fperr, ir
 from .schedule import Schedule, schedule
 
 CODES = {name: k for k, name in enumerate(ir.DTYPES)}  # kernels/abi.h dx_dtype_code order
+log = logging.getLogger("dynexpr.cache")
+_rt: dict = {"lib": None, "threads": None}  # the loaded runtime library; the pool size set
 
 
 @dataclass
@@ -67,10 +79,13 @@ def cached(p: Plan) -> Compiled | None:
     if p.key is None:
         return finish(p)
     art = cache.lookup(p.key)
-    if art is None:
+    if art is None or art.meta != _as_json(p.conv):
+        return None
+    fn = _try_kernel(art, p.schedule)
+    if fn is None:
         return None
     cache.stats["hits"] += 1
-    return Compiled(_kernel(art, p.schedule), art.key, p.source, p.schedule)
+    return Compiled(fn, art.key, p.source, p.schedule)
 
 
 def finish(p: Plan) -> Compiled:
@@ -78,13 +93,67 @@ def finish(p: Plan) -> Compiled:
     if p.key is None:
         return Compiled(_identity(p.conv), None, "", p.schedule)
     art = cache.get_or_build(p.source, p.conv)
-    return Compiled(_kernel(art, p.schedule), art.key, p.source, p.schedule)
+    fn = _try_kernel(art, p.schedule) if art.meta == _as_json(p.conv) else None
+    if fn is None:  # Note [loading a unit]: once more from scratch, then it must load
+        art = cache.rebuild(art.key, p.source, p.conv)
+        fn = _kernel(art, p.schedule)
+    return Compiled(fn, art.key, p.source, p.schedule)
 
 
 def load(key: str):
     """The callable of a published unit, or None if the cache does not hold it (intact)."""
     art = cache.lookup(key)
-    return None if art is None else _kernel(art)
+    return None if art is None else _try_kernel(art)
+
+
+def set_num_threads(n: int) -> None:
+    """Sizes the kernels' thread pool (0: one thread per core): now if the runtime
+    library is loaded, else when it is (dynexpr.config.num_threads calls this)."""
+    _rt["threads"] = n
+    lib = _rt["lib"]
+    if lib is not None and lib.dynexpr_rt_set_num_threads(n) != 0:
+        raise ValueError(f"dynexpr.config.num_threads: the thread pool refused {n} threads")
+
+
+def kernel_threads() -> int | None:
+    """The kernels' thread pool size, or None before any kernel is loaded."""
+    lib = _rt["lib"]
+    return None if lib is None else int(lib.dynexpr_rt_num_threads())
+
+
+def _runtime_lib():
+    """The verified runtime library, loaded once per process (Note [loading a unit])."""
+    if _rt["lib"] is None:
+        path = cache.ensure_runtime() / cache.RUNTIME_LIB
+        lib = ctypes.CDLL(str(path))
+        threads = _rt["threads"]
+        if threads is None:
+            from .config import config
+
+            threads = config.num_threads
+        if threads:  # 0: the pool's own default ($DYNEXPR_NUM_THREADS, else one per core)
+            lib.dynexpr_rt_set_num_threads(threads)
+        _rt["lib"] = lib
+    return _rt["lib"]
+
+
+def _try_kernel(art: cache.Artifact, s: Schedule | None = None):
+    """art's callable, or None after removing a unit that does not load."""
+    try:
+        return _kernel(art, s)
+    except (ImportError, OSError, TypeError, ValueError, KeyError, IndexError) as e:
+        if isinstance(e, cache.CompileError):
+            raise
+        log.warning("dynexpr cache: %s verified but does not load (%s); rebuilding",
+                    art.dir, e)
+        cache.discard(art.key)
+        return None
+
+
+def _as_json(conv: dict):
+    import json
+
+    return json.loads(json.dumps(conv))
 
 
 def warmup() -> None:
@@ -117,6 +186,7 @@ def _kernel(art: cache.Artifact, s: Schedule | None = None):
     graph, or (a warm start without the graph) those recorded beside the artifact."""
     from . import _native
 
+    _runtime_lib()
     m = art.meta
     where = fperr.op_names(s.graph.ops()) if s is not None else m.get("where")
     return _native.Kernel(

@@ -146,7 +146,8 @@ def _marks_of(a: np.ndarray, create: bool) -> dict[int, tuple | None] | None:
 
 
 def mark(a: Any, dim: int, rng: tuple | None, what: str) -> None:
-    _marks_of(a, True)[axis_of(a, dim, what)] = rng
+    axis = axis_of(a, dim, what)  # first: a list has no weak reference to take
+    _marks_of(a, True)[axis] = rng
 
 
 def axis_of(a: Any, dim: int, what: str) -> int:

@@ -1,0 +1,198 @@
+"""dynexpr.toolchain — the compiler and the headers a unit is built from, and what of
+them goes into a cache key (re-exported by dynexpr.cache, which owns the memo file)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+LAYOUT = "v1"
+PKG_DIR = Path(__file__).resolve().parent
+
+
+class CompileError(RuntimeError):
+    """dynexpr internal error: the C++ compiler rejected a generated unit."""
+
+
+class BuildUnavailable(CompileError):
+    """Nothing can be built here now (no compiler, disk full, cache not writable): not
+    a fault of the generated code. Captured functions run with NumPy instead (Note
+    [when building is not possible] in captured.py)."""
+
+
+# Words of a compiler's or linker's message that mean the machine, not the code, failed.
+_ENVIRONMENT = ("No space left on device", "Disk quota exceeded", "Read-only file system",
+                "Permission denied", "cannot open output file", "Cannot allocate memory",
+                "out of memory allocating", "Killed signal terminated program",
+                "virtual memory exhausted")
+
+
+def classify(cmd: list[str], returncode: int, stderr: str, what: str) -> CompileError:
+    """The error for a compiler run that failed: BuildUnavailable when the environment
+    is at fault (a signal, a full disk), else CompileError with the compiler's message."""
+    text = (f"{what}\ncommand: {' '.join(cmd)}\n{stderr[-20000:]}")
+    if returncode < 0 or any(w in stderr for w in _ENVIRONMENT):
+        return BuildUnavailable(text)
+    return CompileError(text)
+
+
+def unavailable(err: OSError, what: str) -> BuildUnavailable:
+    """An OSError met while building (starting the compiler, writing a file)."""
+    name = errno.errorcode.get(err.errno or 0, "")
+    return BuildUnavailable(f"dynexpr: {what}: {err.strerror or err}"
+                            + (f" [{name}]" if name else "")
+                            + (f": {err.filename}" if err.filename else ""))
+
+
+def source_dirs() -> tuple[Path, Path]:
+    """(include root holding dynexpr/, kernels dir holding abi.h and prelude.hpp): the
+    installed copy in the package (`_include/`), else the source checkout's."""
+    inst = PKG_DIR / "_include"
+    if (inst / "kernels" / "abi.h").is_file():
+        return inst, inst / "kernels"
+    root = PKG_DIR.parent.parent
+    return root / "include", root / "kernels"
+
+
+def system_includes() -> list[str]:
+    """Third-party header directories (Eigen has its own directory; Highway and Hana
+    live in the default search path on Debian)."""
+    env = os.environ.get("DYNEXPR_SYSTEM_INCLUDES")
+    if env:
+        return [p for p in env.split(os.pathsep) if p]
+    out = []
+    try:
+        from . import _config  # written by meson at build time
+
+        out += list(getattr(_config, "SYSTEM_INCLUDES", ()))
+    except ImportError:
+        pass
+    for cand in ("/usr/include/eigen3", "/usr/local/include/eigen3"):
+        if cand not in out and Path(cand, "Eigen", "Core").is_file():
+            out.append(cand)
+    return out
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    cxx: str
+    version: str  # first line of `c++ --version`
+    isa: str  # resolved -march=native target flags
+    headers: str  # sha256 of every header under include/ and kernels/
+    abi: int
+    flags: tuple[str, ...]
+
+    def fingerprint(self) -> str:
+        return sha({"cxx": self.version, "isa": self.isa, "headers": self.headers,
+                    "abi": self.abi, "flags": self.flags, "layout": LAYOUT})
+
+
+def make(memo_file: Path | None, flags: tuple[str, ...], write_memo) -> Toolchain:
+    """The toolchain of $CXX (default c++). Running the compiler costs tens of ms, so
+    what it says is memoised in memo_file per compiler file and CPU; a memo that is not
+    what this function writes (damaged, hand-edited) is ignored and rewritten."""
+    cxx = os.environ.get("CXX") or "c++"
+    path = shutil.which(cxx)
+    if path is None:
+        raise BuildUnavailable(f"dynexpr: no C++ compiler found ({cxx!r}); install g++ or "
+                               "set CXX to one")
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    memo_key = sha([real, st.st_size, st.st_mtime_ns, _cpu_identity(), flags])
+    memo = _read_memo(memo_file)
+    entry = memo.get(memo_key)
+    if not (isinstance(entry, dict) and isinstance(entry.get("version"), str)
+            and isinstance(entry.get("isa"), str)):
+        entry = {"version": _run([path, "--version"]).splitlines()[0].strip(),
+                 "isa": _resolve_isa(path)}
+        memo[memo_key] = entry
+        if memo_file is not None:
+            with contextlib.suppress(OSError):
+                write_memo(memo_file, json.dumps(memo, indent=1).encode())
+    inc, kern = source_dirs()
+    return Toolchain(path, entry["version"], entry["isa"], headers_hash(inc, kern),
+                     abi_version(kern), flags)
+
+
+def _read_memo(path: Path | None) -> dict:
+    if path is None:
+        return {}
+    try:
+        memo = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return memo if isinstance(memo, dict) else {}
+
+
+def _cpu_identity() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    keep = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags"))][:2]
+    return hashlib.sha256("\n".join(keep).encode()).hexdigest()
+
+
+def _resolve_isa(cxx: str) -> str:
+    """What -march=native means here: the -march/-mtune values and the enabled -m flags."""
+    out = _run([cxx, "-march=native", "-Q", "--help=target"])
+    keep = []
+    for ln in out.splitlines():
+        parts = ln.split()
+        if len(parts) >= 2 and parts[0].startswith("-m") and (
+                parts[1] == "[enabled]" or parts[0] in ("-march=", "-mtune=")):
+            keep.append(" ".join(parts[:2]))
+    return ";".join(keep)
+
+
+# What a generated unit can include from kernels/; meson installs exactly these with the
+# package, so a checkout and an installed copy of the same headers hash alike.
+KERNEL_FILES = ("abi.h", "prelude.hpp", "runtime.cpp")
+
+
+def headers_hash(include: Path, kernels: Path) -> str:
+    """sha256 of every header under include/dynexpr/ and of KERNEL_FILES."""
+    # os.walk, not Path.rglob: this runs in every new process, and rglob's pattern
+    # machinery alone costs more than reading the headers.
+    files = []
+    for top, subdirs, names in os.walk(include / "dynexpr"):
+        subdirs.sort()
+        files += [os.path.join(top, n) for n in names
+                  if n.endswith((".h", ".hpp", ".inl", ".cuh"))]
+    named = sorted((os.path.relpath(f, include), f) for f in files)
+    named += [(f"kernels/{n}", str(kernels / n)) for n in KERNEL_FILES]
+    h = hashlib.sha256()
+    for rel, f in named:
+        h.update(rel.encode() + b"\0")
+        with open(f, "rb") as fh:
+            h.update(fh.read() + b"\0")
+    return h.hexdigest()
+
+
+def abi_version(kernels: Path) -> int:
+    for line in (kernels / "abi.h").read_text().splitlines():
+        parts = line.split()
+        if parts[:2] == ["#define", "DYNEXPR_ABI_VERSION"] and len(parts) > 2:
+            return int(parts[2])
+    raise CompileError(f"dynexpr: no DYNEXPR_ABI_VERSION in {kernels / 'abi.h'}")
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise unavailable(e, f"cannot run the compiler {cmd[0]}") from None
+    if proc.returncode != 0:
+        raise BuildUnavailable(f"dynexpr: `{' '.join(cmd)}` failed:\n{proc.stderr}")
+    return proc.stdout
+
+
+def sha(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
