@@ -42,3 +42,15 @@ def _fresh_dynexpr():
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     return request.param
+
+
+@pytest.fixture(scope="session")
+def shared_pch():
+    """The session cache's precompiled prelude directory (built once); see
+    cache_testing.py for tests that link it into caches of their own."""
+    from dynexpr import cache
+
+    cache.reset()
+    d = cache.ensure_pch()
+    assert d is not None
+    return d

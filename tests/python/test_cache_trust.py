@@ -28,6 +28,7 @@ pytest.importorskip("dynexpr._native", reason="the native extension is not built
 import dynexpr
 from dynexpr import cache, trust
 
+from cache_testing import link_pch, use_cache
 from compare import assert_same
 
 HERE = Path(__file__).parent
@@ -36,28 +37,11 @@ _NONCE = (os.getpid() % 9973) * 1e-7  # units of this run only
 
 
 # ----------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def shared_pch():
-    cache.reset()
-    d = cache.ensure_pch()
-    assert d is not None
-    return d
-
-
-def _link_pch(layout: Path, pch_dir: Path) -> None:
-    target = layout / "pch" / cache.pch_key()
-    if not target.exists() and pch_dir.parent.name == "pch":
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.symlink_to(pch_dir, target_is_directory=True)
-
-
 @pytest.fixture
 def fresh(tmp_path, monkeypatch, shared_pch):
     """A new trusted cache (tmp_path is under sticky /tmp) sharing the session's prelude."""
     root = tmp_path / "cache"
-    monkeypatch.setenv("DYNEXPR_CACHE_DIR", str(root))
-    cache.reset()
-    _link_pch(cache.cache_dir(), shared_pch)
+    use_cache(root, monkeypatch, shared_pch)
     yield root
     cache.reset()
 
@@ -358,7 +342,7 @@ def test_config_cache_dir_switches_the_cache(fresh, tmp_path, shared_pch):
     try:
         dynexpr.config.cache_dir = str(other)
         assert dynexpr.config.cache_dir == str(other)
-        _link_pch(cache.cache_dir(), shared_pch)
+        link_pch(cache.cache_dir(), shared_pch)
         assert_same(chain(x, x), dynexpr.capture(chain)(x, x))
     finally:
         del dynexpr.config.cache_dir
@@ -421,12 +405,17 @@ def _check_numpy_with_one_warning(match: str) -> None:
     assert match in str(ours[0].message)
 
 
-def test_disk_full_while_linking_runs_numpy(fresh, tmp_path, monkeypatch):
+@pytest.fixture
+def disk_full_cxx(tmp_path, monkeypatch):
+    """CXX is a compiler that fails as g++ does when the disk fills while linking."""
     cxx = tmp_path / "fake-g++"
     cxx.write_text(FAKE_CXX)
     cxx.chmod(0o755)
     monkeypatch.setenv("CXX", str(cxx))
     cache.reset()
+
+
+def test_disk_full_while_linking_runs_numpy(fresh, disk_full_cxx):
     _check_numpy_with_one_warning("No space left on device")
 
 
@@ -446,14 +435,9 @@ def test_missing_compiler_runs_numpy(fresh, monkeypatch):
     _check_numpy_with_one_warning("no C++ compiler")
 
 
-def test_disk_full_in_a_background_compile_runs_numpy(fresh, tmp_path, monkeypatch):
+def test_disk_full_in_a_background_compile_runs_numpy(fresh, disk_full_cxx):
     from dynexpr import background
 
-    cxx = tmp_path / "fake-g++"
-    cxx.write_text(FAKE_CXX)
-    cxx.chmod(0o755)
-    monkeypatch.setenv("CXX", str(cxx))
-    cache.reset()
     dynexpr.config.background_compile = True
     x = np.linspace(-1, 1, 300)
     c = 16.5 + _NONCE
@@ -474,7 +458,7 @@ def test_fallback_cache_is_removed_at_exit(tmp_path):
     got = compute(blocker / "cache", 12.5 + _NONCE, extra_env={"DYNEXPR_NO_PCH": "1"})
     assert got["same"]
     fallback = Path(got["layout"]).parent
-    assert fallback.name.startswith(f"dynexpr-cache-") and str(blocker) not in str(fallback)
+    assert fallback.name.startswith("dynexpr-cache-") and str(blocker) not in str(fallback)
     assert not fallback.exists(), "the private fallback cache outlived its process"
 
 

@@ -22,6 +22,7 @@ pytest.importorskip("dynexpr._native", reason="the native extension is not built
                     "(pip install -e . --no-build-isolation -Cbuild-dir=build-py)")
 
 from dynexpr import cache, runtime
+from cache_testing import link_pch, use_cache
 from native_graphs import GraphBuilder
 
 HERE = Path(__file__).parent
@@ -34,28 +35,10 @@ def small_graph(scale=3.0):
     return b
 
 
-@pytest.fixture(scope="session")
-def shared_pch():
-    """The session cache's precompiled prelude directory (built once)."""
-    cache.reset()
-    d = cache.ensure_pch()
-    assert d is not None
-    return d
-
-
-def _link_pch(layout_dir: Path, pch_dir: Path) -> None:
-    target = layout_dir / "pch" / cache.pch_key()
-    if not target.exists() and pch_dir.parent.name == "pch":
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.symlink_to(pch_dir, target_is_directory=True)
-
-
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch, shared_pch):
     root = tmp_path / "cache"
-    monkeypatch.setenv("DYNEXPR_CACHE_DIR", str(root))
-    cache.reset()
-    _link_pch(cache.cache_dir(), shared_pch)
+    use_cache(root, monkeypatch, shared_pch)
     before = dict(cache.stats)
     yield root
     cache.reset()
@@ -179,7 +162,7 @@ def test_unusable_cache_dir_falls_back_with_one_warning(tmp_path, monkeypatch, s
             warnings.simplefilter("always")
             d1 = cache.cache_dir()
             d2 = cache.cache_dir()
-            _link_pch(d1, shared_pch)
+            link_pch(d1, shared_pch)
             b = small_graph(11.0)
             b.check(runtime.compile_graph(b.graph))
             b13 = small_graph(13.0)
