@@ -523,8 +523,8 @@ def _index_file(fn_id: str, guard_key: str) -> Path:
 def index_get(fn_id: str, guard_key: str) -> dict | None:
     """What index_put recorded for (function identity, guard-set key), or None (also
     for a record that is not what index_put writes)."""
-    rec = _read_json(_index_file(fn_id, guard_key))
-    if not isinstance(rec, dict) or rec.get("fn") != fn_id or rec.get("guards") != guard_key:
+    rec = _tc.read_json_dict(_index_file(fn_id, guard_key))
+    if rec is None or rec.get("fn") != fn_id or rec.get("guards") != guard_key:
         return None
     value = rec.get("value")
     return value if isinstance(value, dict) else None
@@ -563,13 +563,6 @@ def _write_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 if __name__ == "__main__":

@@ -122,13 +122,17 @@ def make(memo_file: Path | None, flags: tuple[str, ...], write_memo) -> Toolchai
 
 
 def _read_memo(path: Path | None) -> dict:
-    if path is None:
-        return {}
+    return (read_json_dict(path) if path is not None else None) or {}
+
+
+def read_json_dict(path: Path) -> dict | None:
+    """The JSON object in `path`, or None when the file is missing, unreadable, not JSON
+    or not an object (a damaged or hand-edited cache file is never trusted)."""
     try:
-        memo = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return {}
-    return memo if isinstance(memo, dict) else {}
+        obj = json.loads(path.read_text())
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _cpu_identity() -> str:
