@@ -54,7 +54,7 @@
 
 namespace dynexpr::kernel {
 
-/// What dynexpr_kernel returns; the bridge (bridge/_native.c) raises the matching Python
+/// What dynexpr_kernel returns; the bridge (bridge/native/kernel.c) raises the matching Python
 /// exception. ABI-visible: append only.
 enum status : std::int32_t {
   status_ok = 0,

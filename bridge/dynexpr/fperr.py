@@ -1,5 +1,5 @@
 """NumPy's floating-point error policy for captured code (Note [floating-point errors] in
-bridge/_native.c).
+bridge/native/kernel.c).
 
 A compiled kernel raises the IEEE flags NumPy's loops would; the native Kernel collects
 them (from every pool thread) and calls `report(bits)` here when one is set that the

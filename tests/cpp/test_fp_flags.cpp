@@ -1,6 +1,6 @@
 // tests/cpp/test_fp_flags.cpp — floating-point exception flags: evaluation raises the
 // flags NumPy's loops would for the same values and no others (the Python bridge reports
-// them as np.errstate says: Note [floating-point errors] in bridge/_native.c), and
+// them as np.errstate says: Note [floating-point errors] in bridge/native/kernel.c), and
 // parallel_for leaves every pool thread's flags on the caller (Note [flags of pool
 // threads]). Paired with tests/python/test_numerics_trust.py.
 #include <doctest/doctest.h>

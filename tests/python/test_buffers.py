@@ -1,5 +1,5 @@
 """Large kernel outputs reuse freed output buffers (Note [output buffer cache] in
-bridge/_native.c): each call still returns a new array of its own."""
+bridge/native/buffers.c): each call still returns a new array of its own."""
 
 import os
 import subprocess

@@ -299,7 +299,7 @@ def test_kernel_errors_become_python_exceptions():
     with pytest.raises(TypeError, match="takes 2 arrays"):
         fn(f32(8))
     # Byte-swapped (and unaligned) inputs are copied for the call, as NumPy computes
-    # with them too (Note [inputs a kernel cannot read in place] in _native.c).
+    # with them too (Note [inputs a kernel cannot read in place] in bridge/native/kernel.c).
     a, swapped = f32(8), f32(8).astype(">f4")
     np.testing.assert_array_equal(fn(a, swapped)[0], a + swapped)
     with pytest.raises(TypeError, match="dtype"):

@@ -292,7 +292,7 @@ def _facts(fact: Callable) -> Callable:
 
 # Note [errstate inside captured code]
 # A captured graph reports its floating-point errors as the caller's np.errstate says
-# (Note [floating-point errors] in bridge/_native.c). A `with np.errstate(...)` block in
+# (Note [floating-point errors] in bridge/native/kernel.c). A `with np.errstate(...)` block in
 # the captured code changes that for the ops inside the block only, but a fused kernel
 # cannot tell which op raised a flag: so the kinds a block sets to 'ignore' are silenced
 # for the whole graph (ir.Graph.quiet). Ops outside the block then miss those reports,

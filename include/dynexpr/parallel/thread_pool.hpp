@@ -74,7 +74,7 @@ void parallel_for(index_t n, index_t grain, index_t align, double work, F&& fn);
 // each worker reads (and clears) its flags after each chunk and ORs them into the job,
 // and the caller raises their union before returning. Callers that check the flags
 // after a computation (the Python bridge reports them as NumPy's error state says: Note
-// [floating-point errors] in bridge/_native.c) then see every thread's. The cost is a
+// [floating-point errors] in bridge/native/kernel.c) then see every thread's. The cost is a
 // flag read per chunk.
 #if defined(FE_DIVBYZERO) && defined(FE_OVERFLOW) && defined(FE_UNDERFLOW) && defined(FE_INVALID)
 inline constexpr int fp_flags = FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID;
