@@ -19,7 +19,8 @@ Sources (tuples, hashable):
     ("as0d", src, dtype)    np.asarray(resolve(src), dtype): a float a resumed segment
                             takes as a 0-d input (kernel inputs only, never guarded)
 
-Kinds and their `expected`:
+Kinds (listed in dynexpr.guard_kinds, which the C checker is generated from) and their
+`expected`:
     TYPE           type object; type(x) is expected (exact, subclasses differ)
     DTYPE          numpy dtype; x.dtype == expected (byte order included)
     NDIM           int
@@ -54,23 +55,7 @@ from typing import Any
 
 import numpy as np
 
-KINDS = (
-    "TYPE",
-    "DTYPE",
-    "NDIM",
-    "SHAPE",
-    "STRIDES_CLASS",
-    "VALUE",
-    "ID",
-    "LEN",
-    "DICT_KEYS",
-    "WRITEABLE",
-    "ALIAS",
-    "DYN_SHAPE",  # expected: per dim an int, or (lo, hi) for a dynamic one (hi None: any)
-    "DIM_EQ",
-    "CMP",  # expected: (op, constant, left, outcome); a comparison's outcome
-)
-PAIR_KINDS = ("ALIAS", "DIM_EQ")
+from .guard_kinds import KINDS, PAIR_KINDS  # Note [guard kinds are listed once]
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,27 @@
 
 /* ================================================================ GuardSet */
 /* Guards exactly as bridge/dynexpr/guards.py defines them (that module is the reference;
- * tests/python/test_native_guards.py checks this against it on the same data). */
+ * tests/python/test_native_guards.py checks this against it on the same data). The kinds,
+ * their codes and which of them C checks come from bridge/dynexpr/guard_kinds.py, through
+ * the header the build generates from it (Note [guard kinds are listed once]). */
+#include "dx_guard_kinds.h"
+
 enum guard_kind {
-  G_TYPE, G_DTYPE, G_NDIM, G_SHAPE, G_STRIDES, G_VALUE, G_ID, G_LEN, G_DICT_KEYS,
-  G_WRITEABLE, G_ALIAS, G_DYN_SHAPE, G_DIM_EQ
+#define DX_KIND_ENUM(name, pair, native) G_##name,
+  DX_GUARD_KINDS(DX_KIND_ENUM)
+#undef DX_KIND_ENUM
+  G_N_KINDS
 };
-static const char* guard_names[] = {"TYPE",  "DTYPE", "NDIM", "SHAPE",     "STRIDES_CLASS",
-                                    "VALUE", "ID",    "LEN",  "DICT_KEYS", "WRITEABLE",
-                                    "ALIAS", "DYN_SHAPE", "DIM_EQ", NULL};
-#define PAIR_KIND(k) ((k) == G_ALIAS || (k) == G_DIM_EQ)
+static const struct {
+  const char* name;
+  char pair;   /* the source is a pair of sources (ALIAS, DIM_EQ) */
+  char native; /* checked here; otherwise in Python only, and GuardSet refuses it */
+} guard_kinds[G_N_KINDS] = {
+#define DX_KIND_ROW(name, pair, native) {#name, pair, native},
+    DX_GUARD_KINDS(DX_KIND_ROW)
+#undef DX_KIND_ROW
+};
+#define PAIR_KIND(k) (guard_kinds[k].pair)
 enum alias_rel { A_SAME, A_OVERLAP, A_DISJOINT };
 
 /* The shape of a guard's source, found once (GuardSet_new) so that the common ones are
@@ -130,12 +142,18 @@ static PyObject* GuardSet_new(PyTypeObject* type, PyObject* args, PyObject* kw) 
     g->expected = g->source ? get_field(t, "expected", 2) : NULL;
     const char* kind = PyUnicode_Check(kindo) ? PyUnicode_AsUTF8(kindo) : "";
     g->kind = -1;
-    for (int k = 0; guard_names[k]; ++k)
-      if (!strcmp(kind, guard_names[k])) g->kind = k;
+    for (int k = 0; k < G_N_KINDS; ++k)
+      if (!strcmp(kind, guard_kinds[k].name)) g->kind = k;
     Py_DECREF(kindo);
     if (!g->expected) goto fail;
     if (g->kind < 0) {
       PyErr_Format(PyExc_ValueError, "dynexpr GuardSet: guard %zd has an unknown kind", i);
+      goto fail;
+    }
+    if (!guard_kinds[g->kind].native) {
+      PyErr_Format(PyExc_ValueError,
+                   "dynexpr GuardSet: guard %zd has kind %s, which is checked in Python only "
+                   "(dynexpr.guards.GuardSet)", i, guard_kinds[g->kind].name);
       goto fail;
     }
     PyObject* src = g->source;
@@ -191,7 +209,7 @@ static PyObject* GuardSet_new(PyTypeObject* type, PyObject* args, PyObject* kw) 
           }
         }
         break;
-      case G_STRIDES: {
+      case G_STRIDES_CLASS: {
         const char* c = PyUnicode_Check(exp) ? PyUnicode_AsUTF8(exp) : "";
         g->n = !strcmp(c, "C") ? 0 : !strcmp(c, "strided") ? 1 : -1;
         if (g->n < 0) {
@@ -570,7 +588,7 @@ static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, Py
         ok = g->any[j] ? d >= g->shape[j] && (g->hi[j] < 0 || d <= g->hi[j]) : d == g->shape[j];
       }
       break;
-    case G_STRIDES: {
+    case G_STRIDES_CLASS: {
       const int c = arr ? PyArray_IS_C_CONTIGUOUS(a) : flag_of(x, "c_contiguous");
       ok = c >= 0 && (c ? 0 : 1) == g->n;
       break;
@@ -599,6 +617,8 @@ static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, Py
       PyErr_Clear();
       break;
     }
+    default: /* a pair kind (above) or one checked in Python only (GuardSet_new refused it) */
+      break;
   }
   Py_DECREF(x);
   return ok;
@@ -713,8 +733,27 @@ PyObject* dx_select(PyObject* mod, PyObject* const* a, Py_ssize_t n) {
 }
 
 
+/* module.GUARD_KINDS: {name: code} of the kinds checked here (codes are guard_kinds.py's). */
+static int add_kind_table(PyObject* module) {
+  PyObject* d = PyDict_New();
+  if (!d) return -1;
+  for (int k = 0; k < G_N_KINDS; ++k) {
+    if (!guard_kinds[k].native) continue;
+    PyObject* code = PyLong_FromLong(k);
+    if (!code || PyDict_SetItemString(d, guard_kinds[k].name, code) < 0) {
+      Py_XDECREF(code);
+      Py_DECREF(d);
+      return -1;
+    }
+    Py_DECREF(code);
+  }
+  const int r = PyModule_AddObjectRef(module, "GUARD_KINDS", d);
+  Py_DECREF(d);
+  return r;
+}
+
 int dx_guards_init(PyObject* module) {
-  (void)module;
+  if (add_kind_table(module) < 0) return -1;
   PyObject* np = PyImport_ImportModule("numpy");
   if (!np) return -1;
   may_share_memory = PyObject_GetAttrString(np, "may_share_memory");

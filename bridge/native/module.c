@@ -22,10 +22,10 @@
  *       TypeError (5) or RuntimeError (anything else), with the unit's message.
  *
  *   GuardSet(guards)   guards as data, exactly as bridge/dynexpr/guards.py defines them
- *       (its sources: arg, global, closure, attr, item, type; its kinds: TYPE, DTYPE,
- *       NDIM, SHAPE, STRIDES_CLASS, VALUE, ID, LEN, DICT_KEYS, WRITEABLE, ALIAS, DYN_SHAPE,
- *       DIM_EQ), given as guards.Guard objects or (kind, source, expected) tuples. One
- *       extension: a SHAPE entry None matches any extent.
+ *       (its sources: arg, global, closure, attr, item, type; its kinds: those of
+ *       bridge/dynexpr/guard_kinds.py marked native, GUARD_KINDS = {name: code}), given as
+ *       guards.Guard objects or (kind, source, expected) tuples; a kind checked in Python
+ *       only raises ValueError. One extension: a SHAPE entry None matches any extent.
  *       .check(args, fn=None) -> bool; .failing(args, fn=None) -> first failing guard or
  *       None; args are the bound arguments, fn the captured function (for global and
  *       closure sources). A guard that cannot be evaluated fails; nothing raises.
@@ -65,13 +65,12 @@ static struct PyModuleDef native_module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
   import_array();
-  if (dx_guards_init(NULL) < 0 || dx_kernel_init() < 0 || dx_buffers_init() < 0) return NULL;
+  if (dx_kernel_init() < 0 || dx_buffers_init() < 0) return NULL;
   PyObject* m = PyModule_Create(&native_module);
   if (!m) return NULL;
-  Py_INCREF(&dx_KernelType);
-  Py_INCREF(&dx_GuardSetType);
-  if (PyModule_AddObject(m, "Kernel", (PyObject*)&dx_KernelType) < 0 ||
-      PyModule_AddObject(m, "GuardSet", (PyObject*)&dx_GuardSetType) < 0 ||
+  if (dx_guards_init(m) < 0 ||
+      PyModule_AddObjectRef(m, "Kernel", (PyObject*)&dx_KernelType) < 0 ||
+      PyModule_AddObjectRef(m, "GuardSet", (PyObject*)&dx_GuardSetType) < 0 ||
       PyModule_AddIntConstant(m, "ABI_VERSION", DYNEXPR_ABI_VERSION) < 0) {
     Py_DECREF(m);
     return NULL;

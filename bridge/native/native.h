@@ -43,7 +43,8 @@ PyObject* dx_trim_buffers(PyObject* mod, PyObject* args);
 
 /* guards.c */
 extern PyTypeObject dx_GuardSetType;
-int dx_guards_init(PyObject* module); /* numpy.may_share_memory, GUARD_KINDS */
+/* GuardSet ready, numpy.may_share_memory found, module.GUARD_KINDS added */
+int dx_guards_init(PyObject* module);
 PyObject* dx_select(PyObject* mod, PyObject* const* a, Py_ssize_t n);
 
 #endif /* DYNEXPR_BRIDGE_NATIVE_H */

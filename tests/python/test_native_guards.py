@@ -151,6 +151,28 @@ def test_bad_guards_are_rejected_with_a_clear_error():
         _native.GuardSet([("STRIDES_CLASS", ("arg", 0), "F")])
 
 
+def test_guard_kinds_come_from_the_one_table():
+    # Note [guard kinds are listed once]: the C checker's kinds and codes are generated
+    # from dynexpr.guard_kinds, and guards.py takes its constants from it too.
+    from dynexpr import guard_kinds as K
+
+    assert G.KINDS == K.KINDS and G.PAIR_KINDS == K.PAIR_KINDS
+    assert _native.GUARD_KINDS == {name: code for code, (name, _, native) in enumerate(K.TABLE)
+                                   if native}
+    expected = {"TYPE": np.ndarray, "DTYPE": np.dtype("float32"), "NDIM": 1, "SHAPE": (3,),
+                "STRIDES_CLASS": "C", "VALUE": 1, "ID": None, "LEN": 3, "DICT_KEYS": ("a",),
+                "WRITEABLE": True, "ALIAS": "same", "DYN_SHAPE": ((1, None),),
+                "DIM_EQ": (0, 0), "CMP": ("<", 1, True, True)}
+    assert set(expected) == set(K.KINDS), "a new kind: give it a sample expected value here"
+    for name, pair, native in K.TABLE:
+        guard = (name, (("arg", 0), ("arg", 1)) if pair else ("arg", 0), expected[name])
+        if native:
+            assert len(_native.GuardSet([guard])) == 1
+        else:  # checked in Python only: the entry keeps its guards in Python
+            with pytest.raises(ValueError, match=f"kind {name}, which is checked in Python"):
+                _native.GuardSet([guard])
+
+
 def test_randomised_against_the_reference():
     rng = np.random.default_rng(0)
     pool = guard_cases()
