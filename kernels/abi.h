@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DYNEXPR_ABI_VERSION 1
+#define DYNEXPR_ABI_VERSION 2 /* 2: dx_array.device */
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,12 +42,23 @@ enum dx_dtype_code {
   DX_FLOAT64 = 5
 };
 
+/* Where an array's data lives: the kind of device and which one of that kind. A unit
+ * reads arrays of its own backend's device only, and refuses others with a message
+ * (status 5, TypeError) instead of touching memory it cannot address. */
+enum dx_device_kind { DX_DEVICE_CPU = 0, DX_DEVICE_CUDA = 1 };
+
+typedef struct dx_device {
+  int32_t kind;    /* enum dx_device_kind */
+  int32_t ordinal; /* which device of that kind; 0 for the CPU */
+} dx_device;
+
 typedef struct dx_array {
   void* data;
   int32_t dtype; /* enum dx_dtype_code */
   int32_t ndim;
   const int64_t* shape;
   const int64_t* strides; /* in elements, not bytes */
+  dx_device device;       /* since ABI 2 */
 } dx_array;
 
 typedef int32_t (*dx_abi_version_fn)(void);

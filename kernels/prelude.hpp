@@ -94,6 +94,16 @@ constexpr std::int32_t code_of() {
   return static_cast<std::int32_t>(dtype_of<T>());
 }
 
+/// The device this prelude's units run on (dx_array::device): the CPU, host memory.
+inline constexpr std::int32_t unit_device = DX_DEVICE_CPU;
+
+inline std::string device_name(const dx_device& d) {
+  const char* kind = d.kind == DX_DEVICE_CPU    ? "cpu"
+                     : d.kind == DX_DEVICE_CUDA ? "cuda"
+                                                : "unknown";
+  return kind + (":" + std::to_string(d.ordinal));
+}
+
 inline const char* code_name(std::int32_t c) {
   static const char* names[] = {"bool", "uint8", "int32", "int64", "float32", "float64"};
   return c >= 0 && c < 6 ? names[c] : "an unknown dtype";
@@ -164,6 +174,10 @@ DYNEXPR_RT_FN void frame::check(const dx_array& a, std::int32_t code, const char
     throw argument_error(status, std::string("dynexpr: kernel ") + role + " " +
                                    std::to_string(i) + what);
   };
+  // One compare per argument: a unit never reads memory of a device it cannot address.
+  if (a.device.kind != unit_device)
+    fail(status_type, " is on device " + device_name(a.device) +
+                          "; this unit runs on the cpu and reads host memory only");
   if (a.dtype != code)
     fail(status_type, std::string(" has dtype ") + code_name(a.dtype) + ", expected " +
                           code_name(code));

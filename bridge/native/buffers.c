@@ -175,4 +175,3 @@ PyObject* dx_trim_buffers(PyObject* mod, PyObject* args) {
   pthread_mutex_unlock(&dx_cache.mu);
   Py_RETURN_NONE;
 }
-

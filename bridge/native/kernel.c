@@ -12,6 +12,9 @@
 
 #define DX_ERR_LEN 1024
 
+/* The device of every array this loader passes: NumPy arrays live in host memory. */
+static const dx_device dx_host = {DX_DEVICE_CPU, 0};
+
 _Static_assert(sizeof(npy_intp) == sizeof(int64_t), "dynexpr needs a 64-bit npy_intp");
 
 /* ================================================================== dtypes */
@@ -248,6 +251,7 @@ static int describe_input(KernelObject* self, int32_t i, PyArrayObject* arr, dx_
   a->ndim = nd;
   a->shape = (const int64_t*)PyArray_DIMS(arr);
   a->strides = strides;
+  a->device = dx_host; /* a NumPy array: host memory */
   return 0;
 }
 
@@ -445,6 +449,7 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
     out[k].ndim = s->ndim;
     out[k].shape = (const int64_t*)PyArray_DIMS(a);
     out[k].strides = st;
+    out[k].device = dx_host;
   }
   {
     char err[DX_ERR_LEN];

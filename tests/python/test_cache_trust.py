@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("dynexpr._native", reason="the native extension is not built")
+_native = pytest.importorskip("dynexpr._native", reason="the native extension is not built")
 
 import dynexpr
 from dynexpr import cache, trust
@@ -106,7 +106,7 @@ __attribute__((constructor)) static void planted(void) {
   FILE* f = fopen("%s", "w");
   if (f) { fputs("planted code ran", f); fclose(f); }
 }
-int32_t dynexpr_abi_version(void) { return 1; }
+int32_t dynexpr_abi_version(void) { return %d; }
 int32_t dynexpr_kernel(const void* in, int32_t n_in, const void* out, int32_t n_out,
                        char* err, size_t err_len) { return 0; }
 """
@@ -116,7 +116,7 @@ def plant(layout: Path, marker: Path, tmp: Path) -> None:
     """Replaces every unit in `layout` by one whose constructor writes `marker`, with the
     digest recorded as dynexpr records it: only the trust rule can keep it out."""
     src = tmp / "plant.c"
-    src.write_text(PLANT % marker)
+    src.write_text(PLANT % (marker, _native.ABI_VERSION))  # the ABI: only trust refuses it
     so = tmp / "plant.so"
     subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(so)], check=True)
     for d in unit_dirs(layout):

@@ -6,11 +6,14 @@ pyproject.toml). The first run compiles every graph (seconds each); the kernel c
 (DYNEXPR_CACHE_DIR, default ~/.cache/dynexpr) makes later runs fast.
 """
 
+import ctypes
+import subprocess
+
 import numpy as np
 import pytest
 
-pytest.importorskip("dynexpr._native", reason="the native extension is not built "
-                    "(pip install -e . --no-build-isolation -Cbuild-dir=build-py)")
+_native = pytest.importorskip("dynexpr._native", reason="the native extension is not built "
+                              "(pip install -e . --no-build-isolation -Cbuild-dir=build-py)")
 
 from dynexpr import ir, runtime
 from native_graphs import GraphBuilder, assert_same
@@ -319,6 +322,69 @@ def test_kernel_errors_become_python_exceptions():
     g.outputs = [mx]
     with pytest.raises(ValueError, match="zero-size|empty"):
         runtime.compile_graph(g)(np.zeros(0))
+
+
+class _Device(ctypes.Structure):  # kernels/abi.h's dx_device
+    _fields_ = [("kind", ctypes.c_int32), ("ordinal", ctypes.c_int32)]
+
+
+class _Array(ctypes.Structure):  # kernels/abi.h's dx_array (ABI 2)
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("device", _Device)]
+
+
+def _call_unit(path, ins, outs, device):
+    """dynexpr_kernel of the unit at `path`, called as the ABI says, every array
+    described as being on `device` (kind, ordinal): (status, message)."""
+    keep = []
+
+    def describe(a):
+        shape = (ctypes.c_int64 * a.ndim)(*a.shape)
+        strides = (ctypes.c_int64 * a.ndim)(*(s // a.itemsize for s in a.strides))
+        keep.extend((shape, strides))
+        return _Array(a.ctypes.data, runtime.CODES[a.dtype.name], a.ndim, shape, strides,
+                      _Device(*device))
+
+    fn = ctypes.CDLL(path).dynexpr_kernel
+    fn.restype = ctypes.c_int32
+    in_arr = (_Array * len(ins))(*map(describe, ins))
+    out_arr = (_Array * len(outs))(*map(describe, outs))
+    err = ctypes.create_string_buffer(1024)
+    rc = fn(in_arr, len(ins), out_arr, len(outs), err, ctypes.c_size_t(len(err)))
+    return rc, err.value.decode()
+
+
+def test_units_take_host_arrays_only():
+    # ABI 2: dx_array says where its data lives; the loader describes NumPy arrays as
+    # host memory and a cpu unit refuses any other device before reading a pointer.
+    x, y = f32(8), f32(8)
+    b = GraphBuilder(x, y)
+    b.output(b.ufunc("add", *b.x))
+    fn = compiled(b)
+    b.check(fn)  # through the loader: host arrays
+    assert _native.ABI_VERSION == 2
+    assert ctypes.CDLL(fn.path).dynexpr_abi_version() == _native.ABI_VERSION
+    out = np.zeros(8, np.float32)
+    assert _call_unit(fn.path, (x, y), (out,), (0, 0)) == (0, "")
+    np.testing.assert_array_equal(out, x + y)
+    out[:] = 0
+    rc, msg = _call_unit(fn.path, (x, y), (out,), (1, 3))
+    assert rc == 5 and "input 0 is on device cuda:3" in msg and "host memory only" in msg
+    assert not out.any()  # nothing was written
+
+
+def test_a_unit_of_another_abi_is_refused_with_the_way_out(tmp_path):
+    src = tmp_path / "old.c"
+    src.write_text("#include <stdint.h>\n#include <stddef.h>\n"
+                   "int32_t dynexpr_abi_version(void) { return 1; }\n"
+                   "int32_t dynexpr_kernel(const void* i, int32_t ni, const void* o, int32_t no,"
+                   " char* e, size_t n) { return 0; }\n")
+    so = tmp_path / "old.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(so)], check=True)
+    with pytest.raises(ImportError, match="built for kernel ABI 1, this extension speaks 2; "
+                       "clear the cache directory"):
+        _native.Kernel(str(so), ((4, 1, False),), ((4, (8,)),), (0,))
 
 
 def test_dynamic_dimension():
