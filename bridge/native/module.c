@@ -13,7 +13,8 @@
  *                  8 invalid: the graph's own np.errstate blocks, capture/np_table.py);
  *         where    (optional) the op named in each kind's report (dynexpr.fperr.op_names).
  *       dtype codes are kernels/abi.h's (0 bool, 1 uint8, 2 int32, 3 int64, 4 float32,
- *       5 float64). Strided inputs are passed with their strides (never copied);
+ *       5 float64). Every array is described to the unit as host memory (dx_array.device:
+ *       DX_DEVICE_CPU, 0). Strided inputs are passed with their strides (never copied);
  *       unaligned or byte-swapped ones are copied for the call (and copied back when
  *       written: Note [inputs a kernel cannot read in place]); an unsupported dtype
  *       raises TypeError. Floating-point flags the kernel raises are reported as NumPy's

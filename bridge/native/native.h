@@ -31,7 +31,7 @@
 
 /* kernel.c */
 extern PyTypeObject dx_KernelType;
-int dx_kernel_init(void); /* NumPy's error-state hook; 0 or -1 with an exception */
+int dx_kernel_init(void); /* Kernel ready, NumPy's error state found; 0 or -1 */
 
 /* buffers.c (Note [output buffer cache]) */
 int dx_buffers_init(void);
