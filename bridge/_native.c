@@ -56,22 +56,8 @@
 
 _Static_assert(sizeof(npy_intp) == sizeof(int64_t), "dynexpr needs a 64-bit npy_intp");
 
-static const int dx_typenum[6] = {NPY_BOOL,  NPY_UINT8,   NPY_INT32,
-                                  NPY_INT64, NPY_FLOAT32, NPY_FLOAT64};
-static const size_t dx_itemsize[6] = {1, 1, 4, 8, 4, 8};
-static const char* dx_name[6] = {"bool", "uint8", "int32", "int64", "float32", "float64"};
-
-/* The abi code of an array's dtype, or -1. */
-static int dx_code_of(PyArray_Descr* d) {
-  const int n = (int)PyDataType_ELSIZE(d);
-  switch (d->kind) {
-    case 'b': return n == 1 ? DX_BOOL : -1;
-    case 'u': return n == 1 ? DX_UINT8 : -1;
-    case 'i': return n == 4 ? DX_INT32 : n == 8 ? DX_INT64 : -1;
-    case 'f': return n == 4 ? DX_FLOAT32 : n == 8 ? DX_FLOAT64 : -1;
-    default: return -1;
-  }
-}
+/* dx_typenum, dx_itemsize, dx_name, dx_code_of: generated from the dtype manifest. */
+#include "dx_dtypes.h"
 
 /* ==================================================================== outputs */
 /* Note [output buffer cache]

@@ -29,19 +29,12 @@ import math
 
 import numpy as np
 
-from . import ir
+from . import ir, manifest
 from .schedule import Buffer, Schedule
 
 FORMAT = 1  # bump when the shape of generated units changes
 
-CTYPE = {
-    "bool": "bool",
-    "uint8": "std::uint8_t",
-    "int32": "std::int32_t",
-    "int64": "std::int64_t",
-    "float32": "float",
-    "float64": "double",
-}
+CTYPE = manifest.CTYPE  # dtype name -> C++ element type
 INFIX = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
 BOOL_ARITH = {"add": "logical_or", "multiply": "logical_and", "maximum": "logical_or",
               "minimum": "logical_and"}
