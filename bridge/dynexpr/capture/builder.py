@@ -76,8 +76,9 @@ def _is_library_callable(value: Any) -> bool:
         return True
     plain = callable(value) and t.__getattribute__ in _GENERIC_GETATTRIBUTE
     module = getattr(value, "__module__", None) if plain else None
+    # dynexpr.ops: the manifest's ops without a NumPy function (np_table handles them).
     return isinstance(module, str) and (
-        module in ("numpy", "builtins") or module.startswith("numpy.")
+        module in ("numpy", "builtins", "dynexpr.ops") or module.startswith("numpy.")
     )
 
 

@@ -87,7 +87,8 @@ def op_table(m: dict) -> str:
     ops = m["OPS"]
     names = " \\\n".join(f"  X({n}, {i})" for n, i in named(ops))
     opers = " \\\n".join(f"  X({o['operator']}, {o['id']})" for o in ops if o["operator"])
-    return f"""// dynexpr/ops/op_table.hpp — every op: name, arity, dtype rule (ops/rules.hpp), cost,
+    return f"""\
+// dynexpr/ops/op_table.hpp — every op: name, arity, dtype rule (ops/rules.hpp), cost,
 // accuracy, check, scalar body and Highway body.
 // {NOTE}
 // To add an op, add its entry to ops/manifest.py and run the generator (README).
@@ -133,7 +134,8 @@ def registry(m: dict) -> str:
             line += word + " "
         return "\n".join(text + [line.rstrip()])
 
-    return f"""// dynexpr/ops/registry.hpp — every op of the op table in one compile-time list, from which
+    return f"""\
+// dynexpr/ops/registry.hpp — every op of the op table in one compile-time list, from which
 // tests iterate the ops and tools list them.
 // {NOTE}
 #pragma once
@@ -184,7 +186,8 @@ def references(m: dict) -> str:
                     f'{o["c_reference"] or _only_return(o["scalar"])};' for o in unary)
     ex_b = "\n".join(f'  if (op == "{o["name"]}") return {o["reference"]};' for o in binary)
     c_b = "\n".join(f'  if (op == "{o["name"]}") return {o["c_reference"]};' for o in binary)
-    return f"""// tests/cpp/ops_references.hpp — the references of the float functions, by NumPy name
+    return f"""\
+// tests/cpp/ops_references.hpp — the references of the float functions, by NumPy name
 // (included by ops_testing.hpp).
 // {NOTE}
 #pragma once
@@ -239,7 +242,8 @@ def native_dtypes(m: dict) -> str:
         sizes = " : ".join(f"n == {size} ? DX_{name.upper()}" for name, _, _, size, k in d
                            if k == kind)
         cases.append(f"    case '{kind}': return {sizes} : -1;")
-    return f"""/* bridge/dx_dtypes.h — the dtype tables of the native extension, in kernels/abi.h code
+    return f"""\
+/* bridge/dx_dtypes.h — the dtype tables of the native extension, in kernels/abi.h code
  * order. {NOTE} */
 #ifndef DYNEXPR_BRIDGE_DX_DTYPES_H
 #define DYNEXPR_BRIDGE_DX_DTYPES_H

@@ -29,6 +29,8 @@ An op entry (`op(...)`) holds:
   aliases      more C++ names of the named function (dx::divide for true_divide)
   operator     the C++ binary operator of the op, if any; py_operator: Python's, where it
                differs (// and **)
+  fp           the floating-point errors NumPy's loop of the op can report ("divide",
+               "over", "under", "invalid"; dynexpr/fperr.py names the op in its warnings)
   reference    tests: the exact value in long double (over `v`, or `a, b`), and `c_reference`
                the C library's answer in T where it is not the scalar body
 
@@ -53,16 +55,19 @@ REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all", "var", "std", "
 
 OPS: list[dict] = []
 _PARAMS = {1: ("a",), 2: ("a", "b"), 3: ("a", "b", "c")}
+ARITH_FP = ("over", "under", "invalid")
+DIV_FP = ("divide", "over", "under", "invalid")
 
 
 def op(id, name, arity, kind, rule, *, scalar=None, simd=None, cost=1, acc=None, check="",
        params=None, result="T", constexpr=True, python="ufunc", aliases=(), operator=None,
-       py_operator=None, reference=None, c_reference=None, doc="", raw=None):
+       py_operator=None, fp=(), reference=None, c_reference=None, doc="", raw=None):
     """Adds one op entry (see the module docstring) and returns it."""
     entry = dict(id=id, name=name, arity=arity, kind=kind, rule=rule, scalar=scalar, simd=simd,
                  cost=cost, acc=acc, check=check, params=params or _PARAMS[arity],
                  result=result, constexpr=constexpr, python=python, aliases=tuple(aliases),
-                 operator=operator, py_operator=py_operator or operator, reference=reference, c_reference=c_reference, doc=doc,
+                 operator=operator, py_operator=py_operator or operator, fp=tuple(fp),
+                 reference=reference, c_reference=c_reference, doc=doc,
                  raw=raw)
     OPS.append(entry)
     return entry
@@ -77,18 +82,18 @@ def _wrapping(sym):
 
 
 # ----------------------------------------------------------------------- arithmetic
-op("add_op", "add", 2, "elementwise", "arith_rule", operator="+",
+op("add_op", "add", 2, "elementwise", "arith_rule", fp=ARITH_FP, operator="+",
    check=_not_two_bools("add", "use dx::logical_or"), scalar=_wrapping("+"),
    simd="return hn::Add(a, b);")
-op("sub_op", "subtract", 2, "elementwise", "arith_rule", operator="-",
+op("sub_op", "subtract", 2, "elementwise", "arith_rule", fp=ARITH_FP, operator="-",
    check=_not_two_bools("subtract", "use dx::logical_xor"), scalar=_wrapping("-"),
    simd="return hn::Sub(a, b);")
-op("mul_op", "multiply", 2, "elementwise", "arith_rule", operator="*",
+op("mul_op", "multiply", 2, "elementwise", "arith_rule", fp=ARITH_FP, operator="*",
    check=_not_two_bools("multiply", "use dx::logical_and"), scalar=_wrapping("*"),
    simd="""// hn::Mul is a generic wrapper of operator*: test the operator (no u8, no i64 on AVX2).
 if constexpr (requires { a * b; }) return hn::Mul(a, b);
 else return detail::by_lane<mul_op>(d, a, b);""")
-op("fma_op", "fma", 3, "internal", "arith_rule", constexpr=False, python=None,
+op("fma_op", "fma", 3, "internal", "arith_rule", fp=ARITH_FP, constexpr=False, python=None,
    doc="a * b + c with one rounding; produced by the compile-time contraction of\n"
        "add(mul(a, b), c) (eval/rewrite.hpp), never written by users.",
    scalar="return std::fma(a, b, c);", simd="return hn::MulAdd(a, b, c);")
@@ -97,10 +102,12 @@ op("fms_op", "fms", 3, "internal", "arith_rule", constexpr=False, python=None,
    scalar="return std::fma(a, b, -c);", simd="return hn::MulSub(a, b, c);")
 op("fnma_op", "fnma", 3, "internal", "arith_rule", constexpr=False, python=None,
    scalar="return std::fma(-a, b, c);", simd="return hn::NegMulAdd(a, b, c);")
-op("div_op", "true_divide", 2, "elementwise", "float_binary_rule", cost=4, aliases=("divide",),
+op("div_op", "true_divide", 2, "elementwise", "float_binary_rule", fp=DIV_FP, cost=4,
+   aliases=("divide",),
    operator="/", scalar="return a / b;", simd="return hn::Div(a, b);",
    reference="a / b", c_reference="a / b")
-op("floor_divide_op", "floor_divide", 2, "elementwise", "arith_rule", cost=20, constexpr=False,
+op("floor_divide_op", "floor_divide", 2, "elementwise", "arith_rule", fp=DIV_FP, cost=20,
+   constexpr=False,
    py_operator="//",
    check=_not_two_bools("floor_divide", "cast to an integer type first"),
    doc="NumPy's npy_floor_divide: integers round toward -inf and give 0 for a zero divisor;\n"
@@ -127,7 +134,7 @@ op("floor_divide_op", "floor_divide", 2, "elementwise", "arith_rule", cost=20, c
     return static_cast<T>(a / b);
   }
 }""")
-op("mod_op", "remainder", 2, "elementwise", "arith_rule", cost=20, constexpr=False,
+op("mod_op", "remainder", 2, "elementwise", "arith_rule", fp=DIV_FP, cost=20, constexpr=False,
    aliases=("mod",), operator="%",
    check=_not_two_bools("remainder", "cast to an integer type first"),
    doc="NumPy's npy_remainder: the result has the sign of the divisor; 0 for a zero divisor\n"
@@ -179,21 +186,23 @@ op("abs_op", "absolute", 1, "elementwise", "same_rule", aliases=("abs",),
    scalar="""if constexpr (std::is_unsigned_v<T> || is_bool_v<T>) return a;
 else if constexpr (is_float_v<T>) return std::fabs(a);
 else return a < 0 ? neg_op::scalar(a) : a;""",
-   simd="""if constexpr (std::is_unsigned_v<hn::TFromD<D>> || std::is_same_v<V, hn::Mask<D>>) return a;
+   simd="""if constexpr (std::is_unsigned_v<hn::TFromD<D>> || std::is_same_v<V, hn::Mask<D>>)
+  return a;
 else if constexpr (requires { hn::Abs(a); }) return hn::Abs(a);
 else return detail::by_lane<abs_op>(d, a);""")
 _NO_BOOL_INT8 = '"bool gives int8 in NumPy, which dynexpr does not have; cast first"'
-op("square_op", "square", 1, "elementwise", "same_rule",
+op("square_op", "square", 1, "elementwise", "same_rule", fp=ARITH_FP,
    check=f'DYNEXPR_OP_CHECK("square", !is_bool_v<A>, {_NO_BOOL_INT8});',
    scalar="return mul_op::scalar(a, a);", simd="return mul_op::simd(d, a, a);")
-op("reciprocal_op", "reciprocal", 1, "elementwise", "same_rule", cost=4,
+op("reciprocal_op", "reciprocal", 1, "elementwise", "same_rule", fp=DIV_FP, cost=4,
    check=f'DYNEXPR_OP_CHECK("reciprocal", !is_bool_v<A>, {_NO_BOOL_INT8});',
    scalar="""if constexpr (is_float_v<T>) return T(1) / a;
 else return a == 0 ? T(0) : static_cast<T>(T(1) / a);  // integer 1/x truncates""",
    simd="""if constexpr (is_float_v<hn::TFromD<D>>) return hn::Div(hn::Set(d, 1), a);
 else return detail::by_lane<reciprocal_op>(d, a);""")
 op("sign_op", "sign", 1, "elementwise", "same_rule", cost=2,
-   check='DYNEXPR_OP_CHECK("sign", !is_bool_v<A>, "not defined for bool (as in NumPy); cast first");',
+   check='DYNEXPR_OP_CHECK("sign", !is_bool_v<A>, '
+         '"not defined for bool (as in NumPy); cast first");',
    scalar="""if constexpr (is_float_v<T>)
   if (a != a) return a;
 return a > T(0) ? T(1) : (a < T(0) ? T(-1) : T(0));""",
@@ -208,8 +217,9 @@ if constexpr (std::is_unsigned_v<T>) {
 } else {
   return detail::by_lane<sign_op>(d, a);
 }""")
-op("pow_op", "power", 2, "elementwise", "arith_rule", cost=40, acc=(1, 1, 0.01, 10),
-   constexpr=False, aliases=("pow",), py_operator="**", reference="std::pow(a, b)", c_reference="std::pow(a, b)",
+op("pow_op", "power", 2, "elementwise", "arith_rule", fp=DIV_FP, cost=40, acc=(1, 1, 0.01, 10),
+   constexpr=False, aliases=("pow",), py_operator="**",
+   reference="std::pow(a, b)", c_reference="std::pow(a, b)",
    check=_not_two_bools("power", "cast to an integer type first"),
    doc="x ** y. Integer powers follow NumPy: exact with wrap-around; a negative exponent\n"
        "raises (NumPy's ValueError) unless the base is 1 or -1.",
@@ -331,11 +341,13 @@ return {_value};""")
 def float_unary(name, std, cost, acc, ok, body, *, reference=None, python="ufunc", **kw):
     return op(f"{name}_op", name, 1, "float_unary", "float_unary_rule", cost=cost, acc=acc,
               params=("x",), constexpr=False, python=python,
-              check=f'DYNEXPR_OP_CHECK("{name}", !is_narrow_v<A>, {_FLOAT16});',
+              check=f'DYNEXPR_OP_CHECK("{name}", !is_narrow_v<A>,\n                 {_FLOAT16});',
               scalar=f"return {std};",
               simd=f"""using T = hn::TFromD<D>;
 (void)sizeof(T);
-return detail::guarded(d, x, {ok}, [&](V x) {{ return {body}; }}, [](T x) {{ return {std}; }});""",
+return detail::guarded(d, x, {ok},
+                       [&](V x) {{ return {body}; }},
+                       [](T x) {{ return {std}; }});""",
               reference=reference or std.replace("(x)", "(v)"), **kw)
 
 
@@ -353,47 +365,67 @@ def keep_zero(body):
     return f"detail::keep_zero(d, x, {body})"
 
 
-float_unary("sqrt", "std::sqrt(x)", 4, (0, 0, 0, 1e6), ALL, "hn::Sqrt(x)")
-float_unary("exp", "std::exp(x)", 12, (1, 1, -80, 80), EXP_RANGE, "hn::Exp(d, x)")
-float_unary("expm1", "std::expm1(x)", 14, (4, 4, -80, 80), EXP_RANGE, keep_zero("hn::Expm1(d, x)"))
-float_unary("exp2", "std::exp2(x)", 14, (1, 1, -120, 120), FINITE, "simd::Exp2(d, x)")
-float_unary("log", "std::log(x)", 12, (4, 4, 1e-30, 1e30), POSITIVE, "hn::Log(d, x)")
+float_unary("sqrt", "std::sqrt(x)", 4, (0, 0, 0, 1e6), ALL, "hn::Sqrt(x)",
+            fp=("invalid",))
+float_unary("exp", "std::exp(x)", 12, (1, 1, -80, 80), EXP_RANGE, "hn::Exp(d, x)",
+            fp=("over", "under"))
+float_unary("expm1", "std::expm1(x)", 14, (4, 4, -80, 80), EXP_RANGE, keep_zero("hn::Expm1(d, x)"),
+            fp=("over", "under"))
+float_unary("exp2", "std::exp2(x)", 14, (1, 1, -120, 120), FINITE, "simd::Exp2(d, x)",
+            fp=("over", "under"))
+float_unary("log", "std::log(x)", 12, (4, 4, 1e-30, 1e30), POSITIVE, "hn::Log(d, x)",
+            fp=("divide", "invalid"))
 float_unary("log1p", "std::log1p(x)", 14, (2, 2, -0.99, 1e30),
-            "detail::above_within(d, x, -1, detail::max_finite<T>)", keep_zero("hn::Log1p(d, x)"))
-float_unary("log2", "std::log2(x)", 12, (2, 2, 1e-30, 1e30), POSITIVE, "hn::Log2(d, x)")
-float_unary("log10", "std::log10(x)", 12, (2, 2, 1e-30, 1e30), POSITIVE, "hn::Log10(d, x)")
-float_unary("sin", "std::sin(x)", 16, (3, 3, -1000, 1000), TRIG, keep_zero("hn::Sin(d, x)"))
-float_unary("cos", "std::cos(x)", 16, (3, 3, -1000, 1000), TRIG, "hn::Cos(d, x)")
-float_unary("tan", "std::tan(x)", 30, (1, 1, -1.5, 1.5), TRIG, keep_zero("simd::Tan(d, x)"))
+            "detail::above_within(d, x, -1, detail::max_finite<T>)", keep_zero("hn::Log1p(d, x)"),
+            fp=("divide", "invalid"))
+float_unary("log2", "std::log2(x)", 12, (2, 2, 1e-30, 1e30), POSITIVE, "hn::Log2(d, x)",
+            fp=("divide", "invalid"))
+float_unary("log10", "std::log10(x)", 12, (2, 2, 1e-30, 1e30), POSITIVE, "hn::Log10(d, x)",
+            fp=("divide", "invalid"))
+float_unary("sin", "std::sin(x)", 16, (3, 3, -1000, 1000), TRIG, keep_zero("hn::Sin(d, x)"),
+            fp=("invalid",))
+float_unary("cos", "std::cos(x)", 16, (3, 3, -1000, 1000), TRIG, "hn::Cos(d, x)",
+            fp=("invalid",))
+float_unary("tan", "std::tan(x)", 30, (1, 1, -1.5, 1.5), TRIG, keep_zero("simd::Tan(d, x)"),
+            fp=("invalid",))
 float_unary("tanh", "std::tanh(x)", 16, (4, 4, -20, 20), FINITE, keep_zero("simd::Tanh(d, x)"))
-float_unary("sinh", "std::sinh(x)", 16, (4, 4, -80, 80), EXP_RANGE, keep_zero("hn::Sinh(d, x)"))
-float_unary("cosh", "std::cosh(x)", 16, (1.5, 1.5, -80, 80), FINITE, "simd::Cosh(d, x)")
+float_unary("sinh", "std::sinh(x)", 16, (4, 4, -80, 80), EXP_RANGE, keep_zero("hn::Sinh(d, x)"),
+            fp=("over", "under"))
+float_unary("cosh", "std::cosh(x)", 16, (1.5, 1.5, -80, 80), FINITE, "simd::Cosh(d, x)",
+            fp=("over", "under"))
 float_unary("arcsin", "std::asin(x)", 16, (3, 3, -1, 1), "detail::within(d, x, -1, 1)",
-            keep_zero("hn::Asin(d, x)"))
+            keep_zero("hn::Asin(d, x)"),
+            fp=("invalid",))
 float_unary("arccos", "std::acos(x)", 16, (2, 2, -1, 1), "detail::within(d, x, -1, 1)",
-            "hn::Acos(d, x)")
+            "hn::Acos(d, x)",
+            fp=("invalid",))
 float_unary("arctan", "std::atan(x)", 16, (3, 3, -1e4, 1e4), FINITE, keep_zero("hn::Atan(d, x)"))
 float_unary("arcsinh", "std::asinh(x)", 16, (3, 3, -1e4, 1e4),
             f"detail::within(d, x, -{SQUARE_SAFE}, {SQUARE_SAFE})", keep_zero("hn::Asinh(d, x)"))
 float_unary("arccosh", "std::acosh(x)", 16, (3, 3, 1, 1e4),
-            f"detail::within(d, x, 1, {SQUARE_SAFE})", "hn::Acosh(d, x)")
+            f"detail::within(d, x, 1, {SQUARE_SAFE})", "hn::Acosh(d, x)",
+            fp=("invalid",))
 float_unary("arctanh", "std::atanh(x)", 16, (3, 3, -0.99, 0.99),
             "hn::And(hn::Gt(x, hn::Set(d, T(-1))), hn::Lt(x, hn::Set(d, T(1))))",
-            keep_zero("hn::Atanh(d, x)"))
+            keep_zero("hn::Atanh(d, x)"),
+            fp=("divide", "invalid"))
 # No NumPy ufunc: C++ only (a NumPy reference could make them dynexpr.ops functions).
-float_unary("sigmoid", "(x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x)))",
+float_unary("sigmoid",
+            "(x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x)))",
             14, (1, 1, -80, 80), ALL, "simd::Sigmoid(d, x)", python=None,
-            reference="1 / (1 + std::exp(-v))", c_reference="static_cast<T>(1 / (1 + std::exp(-static_cast<long double>(x))))")
+            reference="1 / (1 + std::exp(-v))",
+            c_reference="static_cast<T>(1 / (1 + std::exp(-static_cast<long double>(x))))")
 float_unary("erf", "std::erf(x)", 20, (1.5, 1.5, -6, 6), ALL, keep_zero("simd::Erf(d, x)"),
-            python=None)
+            python=None,
+            fp=("under",))
 
 
 # Two-argument float functions: both bodies compute their special cases (NaN, infinities,
 # atan2(0, 0)) on every lane and select afterwards, raising "invalid" where NumPy raises
 # nothing: those lanes take the C library's answer (Note [guarded math]).
-def float_binary(name, std, cost, acc, ok, body):
+def float_binary(name, std, cost, acc, ok, body, fp=()):
     return op(f"{name}_op", name, 2, "float_binary", "float_binary_rule", cost=cost, acc=acc,
-              constexpr=False,
+              constexpr=False, fp=fp,
               check=f'DYNEXPR_OP_CHECK("{name}", !is_narrow_v<promote_all_t<A...>>, '
                     '"bool/uint8 inputs give float16 in NumPy, which dynexpr does not have; '
                     'cast first, e.g. dx::cast<float>(x)");',
@@ -406,9 +438,11 @@ return detail::guarded2(d, a, b, {ok}, [&](V a, V b) {{ return {body}(d, a, b); 
 
 float_binary("arctan2", "std::atan2", 30, (2, 2, -100, 100),
              "hn::And(hn::And(hn::IsFinite(a), hn::IsFinite(b)), "
-             "hn::Not(hn::And(hn::Eq(a, hn::Zero(d)), hn::Eq(b, hn::Zero(d)))))", "simd::Atan2")
+             "hn::Not(hn::And(hn::Eq(a, hn::Zero(d)), hn::Eq(b, hn::Zero(d)))))", "simd::Atan2",
+             fp=("under",))
 float_binary("hypot", "std::hypot", 8, (1, 1, -1e10, 1e10),
-             "hn::And(hn::IsFinite(a), hn::IsFinite(b))", "simd::Hypot")
+             "hn::And(hn::IsFinite(a), hn::IsFinite(b))", "simd::Hypot",
+             fp=("over", "under"))
 
 # --------------------------------------------------------------- where and cast
 # Both have evaluators of their own (eval/evaluator.hpp): no scalar or SIMD body here.
@@ -422,7 +456,7 @@ op("where_op", "where", 3, "select", None, python="function",
   using result = promote_t<A, B>;
   template <class... A> static constexpr void check() {}
 };""")
-op("cast_op", "astype", 1, "cast", None, python=None,
+op("cast_op", "astype", 1, "cast", None, fp=ARITH_FP, python=None,
    doc="astype(To): NumPy's unsafe cast (floats truncate into integers, integers wrap,\n"
        "anything non-zero is true).",
    raw="""template <Element To>

@@ -309,7 +309,8 @@ struct abs_op : same_rule {
   }
   template <class D, class V>
   static V simd([[maybe_unused]] D d, V a) {
-    if constexpr (std::is_unsigned_v<hn::TFromD<D>> || std::is_same_v<V, hn::Mask<D>>) return a;
+    if constexpr (std::is_unsigned_v<hn::TFromD<D>> || std::is_same_v<V, hn::Mask<D>>)
+      return a;
     else if constexpr (requires { hn::Abs(a); }) return hn::Abs(a);
     else return detail::by_lane<abs_op>(d, a);
   }
@@ -851,7 +852,8 @@ struct sqrt_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{0, 0, 0, 1000000.0};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("sqrt", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("sqrt", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -861,7 +863,9 @@ struct sqrt_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, hn::Eq(x, x), [&](V x) { return hn::Sqrt(x); }, [](T x) { return std::sqrt(x); });
+    return detail::guarded(d, x, hn::Eq(x, x),
+                           [&](V x) { return hn::Sqrt(x); },
+                           [](T x) { return std::sqrt(x); });
   }
 };
 
@@ -871,7 +875,8 @@ struct exp_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{1, 1, -80, 80};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("exp", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("exp", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -881,7 +886,9 @@ struct exp_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, sizeof(T) == 4 ? -87.0 : -708.0, sizeof(T) == 4 ? 88.7 : 709.0), [&](V x) { return hn::Exp(d, x); }, [](T x) { return std::exp(x); });
+    return detail::guarded(d, x, detail::within(d, x, sizeof(T) == 4 ? -87.0 : -708.0, sizeof(T) == 4 ? 88.7 : 709.0),
+                           [&](V x) { return hn::Exp(d, x); },
+                           [](T x) { return std::exp(x); });
   }
 };
 
@@ -891,7 +898,8 @@ struct expm1_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{4, 4, -80, 80};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("expm1", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("expm1", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -901,7 +909,9 @@ struct expm1_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, sizeof(T) == 4 ? -87.0 : -708.0, sizeof(T) == 4 ? 88.7 : 709.0), [&](V x) { return detail::keep_zero(d, x, hn::Expm1(d, x)); }, [](T x) { return std::expm1(x); });
+    return detail::guarded(d, x, detail::within(d, x, sizeof(T) == 4 ? -87.0 : -708.0, sizeof(T) == 4 ? 88.7 : 709.0),
+                           [&](V x) { return detail::keep_zero(d, x, hn::Expm1(d, x)); },
+                           [](T x) { return std::expm1(x); });
   }
 };
 
@@ -911,7 +921,8 @@ struct exp2_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{1, 1, -120, 120};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("exp2", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("exp2", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -921,7 +932,9 @@ struct exp2_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -detail::max_finite<T>, detail::max_finite<T>), [&](V x) { return simd::Exp2(d, x); }, [](T x) { return std::exp2(x); });
+    return detail::guarded(d, x, detail::within(d, x, -detail::max_finite<T>, detail::max_finite<T>),
+                           [&](V x) { return simd::Exp2(d, x); },
+                           [](T x) { return std::exp2(x); });
   }
 };
 
@@ -931,7 +944,8 @@ struct log_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{4, 4, 1e-30, 1e+30};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("log", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("log", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -941,7 +955,9 @@ struct log_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::above_within(d, x, 0, detail::max_finite<T>), [&](V x) { return hn::Log(d, x); }, [](T x) { return std::log(x); });
+    return detail::guarded(d, x, detail::above_within(d, x, 0, detail::max_finite<T>),
+                           [&](V x) { return hn::Log(d, x); },
+                           [](T x) { return std::log(x); });
   }
 };
 
@@ -951,7 +967,8 @@ struct log1p_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{2, 2, -0.99, 1e+30};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("log1p", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("log1p", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -961,7 +978,9 @@ struct log1p_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::above_within(d, x, -1, detail::max_finite<T>), [&](V x) { return detail::keep_zero(d, x, hn::Log1p(d, x)); }, [](T x) { return std::log1p(x); });
+    return detail::guarded(d, x, detail::above_within(d, x, -1, detail::max_finite<T>),
+                           [&](V x) { return detail::keep_zero(d, x, hn::Log1p(d, x)); },
+                           [](T x) { return std::log1p(x); });
   }
 };
 
@@ -971,7 +990,8 @@ struct log2_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{2, 2, 1e-30, 1e+30};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("log2", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("log2", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -981,7 +1001,9 @@ struct log2_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::above_within(d, x, 0, detail::max_finite<T>), [&](V x) { return hn::Log2(d, x); }, [](T x) { return std::log2(x); });
+    return detail::guarded(d, x, detail::above_within(d, x, 0, detail::max_finite<T>),
+                           [&](V x) { return hn::Log2(d, x); },
+                           [](T x) { return std::log2(x); });
   }
 };
 
@@ -991,7 +1013,8 @@ struct log10_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{2, 2, 1e-30, 1e+30};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("log10", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("log10", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1001,7 +1024,9 @@ struct log10_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::above_within(d, x, 0, detail::max_finite<T>), [&](V x) { return hn::Log10(d, x); }, [](T x) { return std::log10(x); });
+    return detail::guarded(d, x, detail::above_within(d, x, 0, detail::max_finite<T>),
+                           [&](V x) { return hn::Log10(d, x); },
+                           [](T x) { return std::log10(x); });
   }
 };
 
@@ -1011,7 +1036,8 @@ struct sin_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{3, 3, -1000, 1000};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("sin", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("sin", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1021,7 +1047,9 @@ struct sin_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -39000, 39000), [&](V x) { return detail::keep_zero(d, x, hn::Sin(d, x)); }, [](T x) { return std::sin(x); });
+    return detail::guarded(d, x, detail::within(d, x, -39000, 39000),
+                           [&](V x) { return detail::keep_zero(d, x, hn::Sin(d, x)); },
+                           [](T x) { return std::sin(x); });
   }
 };
 
@@ -1031,7 +1059,8 @@ struct cos_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{3, 3, -1000, 1000};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("cos", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("cos", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1041,7 +1070,9 @@ struct cos_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -39000, 39000), [&](V x) { return hn::Cos(d, x); }, [](T x) { return std::cos(x); });
+    return detail::guarded(d, x, detail::within(d, x, -39000, 39000),
+                           [&](V x) { return hn::Cos(d, x); },
+                           [](T x) { return std::cos(x); });
   }
 };
 
@@ -1051,7 +1082,8 @@ struct tan_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{1, 1, -1.5, 1.5};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("tan", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("tan", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1061,7 +1093,9 @@ struct tan_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -39000, 39000), [&](V x) { return detail::keep_zero(d, x, simd::Tan(d, x)); }, [](T x) { return std::tan(x); });
+    return detail::guarded(d, x, detail::within(d, x, -39000, 39000),
+                           [&](V x) { return detail::keep_zero(d, x, simd::Tan(d, x)); },
+                           [](T x) { return std::tan(x); });
   }
 };
 
@@ -1071,7 +1105,8 @@ struct tanh_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{4, 4, -20, 20};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("tanh", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("tanh", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1081,7 +1116,9 @@ struct tanh_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -detail::max_finite<T>, detail::max_finite<T>), [&](V x) { return detail::keep_zero(d, x, simd::Tanh(d, x)); }, [](T x) { return std::tanh(x); });
+    return detail::guarded(d, x, detail::within(d, x, -detail::max_finite<T>, detail::max_finite<T>),
+                           [&](V x) { return detail::keep_zero(d, x, simd::Tanh(d, x)); },
+                           [](T x) { return std::tanh(x); });
   }
 };
 
@@ -1091,7 +1128,8 @@ struct sinh_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{4, 4, -80, 80};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("sinh", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("sinh", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1101,7 +1139,9 @@ struct sinh_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, sizeof(T) == 4 ? -87.0 : -708.0, sizeof(T) == 4 ? 88.7 : 709.0), [&](V x) { return detail::keep_zero(d, x, hn::Sinh(d, x)); }, [](T x) { return std::sinh(x); });
+    return detail::guarded(d, x, detail::within(d, x, sizeof(T) == 4 ? -87.0 : -708.0, sizeof(T) == 4 ? 88.7 : 709.0),
+                           [&](V x) { return detail::keep_zero(d, x, hn::Sinh(d, x)); },
+                           [](T x) { return std::sinh(x); });
   }
 };
 
@@ -1111,7 +1151,8 @@ struct cosh_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{1.5, 1.5, -80, 80};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("cosh", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("cosh", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1121,7 +1162,9 @@ struct cosh_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -detail::max_finite<T>, detail::max_finite<T>), [&](V x) { return simd::Cosh(d, x); }, [](T x) { return std::cosh(x); });
+    return detail::guarded(d, x, detail::within(d, x, -detail::max_finite<T>, detail::max_finite<T>),
+                           [&](V x) { return simd::Cosh(d, x); },
+                           [](T x) { return std::cosh(x); });
   }
 };
 
@@ -1131,7 +1174,8 @@ struct arcsin_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{3, 3, -1, 1};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("arcsin", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("arcsin", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1141,7 +1185,9 @@ struct arcsin_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -1, 1), [&](V x) { return detail::keep_zero(d, x, hn::Asin(d, x)); }, [](T x) { return std::asin(x); });
+    return detail::guarded(d, x, detail::within(d, x, -1, 1),
+                           [&](V x) { return detail::keep_zero(d, x, hn::Asin(d, x)); },
+                           [](T x) { return std::asin(x); });
   }
 };
 
@@ -1151,7 +1197,8 @@ struct arccos_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{2, 2, -1, 1};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("arccos", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("arccos", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1161,7 +1208,9 @@ struct arccos_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -1, 1), [&](V x) { return hn::Acos(d, x); }, [](T x) { return std::acos(x); });
+    return detail::guarded(d, x, detail::within(d, x, -1, 1),
+                           [&](V x) { return hn::Acos(d, x); },
+                           [](T x) { return std::acos(x); });
   }
 };
 
@@ -1171,7 +1220,8 @@ struct arctan_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{3, 3, -10000.0, 10000.0};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("arctan", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("arctan", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1181,7 +1231,9 @@ struct arctan_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -detail::max_finite<T>, detail::max_finite<T>), [&](V x) { return detail::keep_zero(d, x, hn::Atan(d, x)); }, [](T x) { return std::atan(x); });
+    return detail::guarded(d, x, detail::within(d, x, -detail::max_finite<T>, detail::max_finite<T>),
+                           [&](V x) { return detail::keep_zero(d, x, hn::Atan(d, x)); },
+                           [](T x) { return std::atan(x); });
   }
 };
 
@@ -1191,7 +1243,8 @@ struct arcsinh_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{3, 3, -10000.0, 10000.0};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("arcsinh", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("arcsinh", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1201,7 +1254,9 @@ struct arcsinh_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, -(sizeof(T) == 4 ? 1e18 : 1e150), (sizeof(T) == 4 ? 1e18 : 1e150)), [&](V x) { return detail::keep_zero(d, x, hn::Asinh(d, x)); }, [](T x) { return std::asinh(x); });
+    return detail::guarded(d, x, detail::within(d, x, -(sizeof(T) == 4 ? 1e18 : 1e150), (sizeof(T) == 4 ? 1e18 : 1e150)),
+                           [&](V x) { return detail::keep_zero(d, x, hn::Asinh(d, x)); },
+                           [](T x) { return std::asinh(x); });
   }
 };
 
@@ -1211,7 +1266,8 @@ struct arccosh_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{3, 3, 1, 10000.0};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("arccosh", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("arccosh", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1221,7 +1277,9 @@ struct arccosh_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, 1, (sizeof(T) == 4 ? 1e18 : 1e150)), [&](V x) { return hn::Acosh(d, x); }, [](T x) { return std::acosh(x); });
+    return detail::guarded(d, x, detail::within(d, x, 1, (sizeof(T) == 4 ? 1e18 : 1e150)),
+                           [&](V x) { return hn::Acosh(d, x); },
+                           [](T x) { return std::acosh(x); });
   }
 };
 
@@ -1231,7 +1289,8 @@ struct arctanh_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{3, 3, -0.99, 0.99};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("arctanh", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("arctanh", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1241,7 +1300,9 @@ struct arctanh_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, hn::And(hn::Gt(x, hn::Set(d, T(-1))), hn::Lt(x, hn::Set(d, T(1)))), [&](V x) { return detail::keep_zero(d, x, hn::Atanh(d, x)); }, [](T x) { return std::atanh(x); });
+    return detail::guarded(d, x, hn::And(hn::Gt(x, hn::Set(d, T(-1))), hn::Lt(x, hn::Set(d, T(1)))),
+                           [&](V x) { return detail::keep_zero(d, x, hn::Atanh(d, x)); },
+                           [](T x) { return std::atanh(x); });
   }
 };
 
@@ -1251,7 +1312,8 @@ struct sigmoid_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{1, 1, -80, 80};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("sigmoid", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("sigmoid", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1261,7 +1323,9 @@ struct sigmoid_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, hn::Eq(x, x), [&](V x) { return simd::Sigmoid(d, x); }, [](T x) { return (x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x))); });
+    return detail::guarded(d, x, hn::Eq(x, x),
+                           [&](V x) { return simd::Sigmoid(d, x); },
+                           [](T x) { return (x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x))); });
   }
 };
 
@@ -1271,7 +1335,8 @@ struct erf_op : float_unary_rule {
   static constexpr accuracy acc = accuracy{1.5, 1.5, -6, 6};
   template <class A>
   static constexpr void check() {
-    DYNEXPR_OP_CHECK("erf", !is_narrow_v<A>, "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
+    DYNEXPR_OP_CHECK("erf", !is_narrow_v<A>,
+                     "bool/uint8 input gives float16 in NumPy, which dynexpr does not have; cast first, e.g. dx::cast<float>(x)");
   }
   template <class T>
   DYNEXPR_HOST_DEVICE static T scalar(T x) {
@@ -1281,7 +1346,9 @@ struct erf_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, hn::Eq(x, x), [&](V x) { return detail::keep_zero(d, x, simd::Erf(d, x)); }, [](T x) { return std::erf(x); });
+    return detail::guarded(d, x, hn::Eq(x, x),
+                           [&](V x) { return detail::keep_zero(d, x, simd::Erf(d, x)); },
+                           [](T x) { return std::erf(x); });
   }
 };
 
