@@ -35,9 +35,11 @@ from .schedule import Buffer, Schedule
 FORMAT = 1  # bump when the shape of generated units changes
 
 CTYPE = manifest.CTYPE  # dtype name -> C++ element type
-INFIX = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
-BOOL_ARITH = {"add": "logical_or", "multiply": "logical_and", "maximum": "logical_or",
-              "minimum": "logical_and"}
+# The arithmetic ops are written with their C++ operators (`x0 * 2.0`), the rest as named
+# functions; the text is the cache key, so this choice is part of the format.
+INFIX = {n: o["operator"] for n, o in manifest.OPS.items() if o["operator"] in ("+", "-", "*", "/")}
+# NumPy's add/multiply/maximum/minimum of two bools are logical or/and (manifest: on_bools).
+BOOL_ARITH = {n: o["on_bools"] for n, o in manifest.OPS.items() if o["on_bools"]}
 REDUCE_FN = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "mean": "mean",
              "any": "any", "all": "all", "var": "var", "std": "std"}
 

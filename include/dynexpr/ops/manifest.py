@@ -29,6 +29,8 @@ An op entry (`op(...)`) holds:
   aliases      more C++ names of the named function (dx::divide for true_divide)
   operator     the C++ binary operator of the op, if any; py_operator: Python's, where it
                differs (// and **)
+  on_bools     the op NumPy computes for two bool operands, where dynexpr's C++ op rejects
+               them (add of bools is logical_or); Python's codegen writes that op instead
   fp           the floating-point errors NumPy's loop of the op can report ("divide",
                "over", "under", "invalid"; dynexpr/fperr.py names the op in its warnings)
   reference    tests: the exact value in long double (over `v`, or `a, b`), and `c_reference`
@@ -61,12 +63,14 @@ DIV_FP = ("divide", "over", "under", "invalid")
 
 def op(id, name, arity, kind, rule, *, scalar=None, simd=None, cost=1, acc=None, check="",
        params=None, result="T", constexpr=True, python="ufunc", aliases=(), operator=None,
-       py_operator=None, fp=(), reference=None, c_reference=None, doc="", raw=None):
+       py_operator=None, on_bools=None, fp=(), reference=None, c_reference=None, doc="",
+       raw=None):
     """Adds one op entry (see the module docstring) and returns it."""
     entry = dict(id=id, name=name, arity=arity, kind=kind, rule=rule, scalar=scalar, simd=simd,
                  cost=cost, acc=acc, check=check, params=params or _PARAMS[arity],
                  result=result, constexpr=constexpr, python=python, aliases=tuple(aliases),
-                 operator=operator, py_operator=py_operator or operator, fp=tuple(fp),
+                 operator=operator, py_operator=py_operator or operator, on_bools=on_bools,
+                 fp=tuple(fp),
                  reference=reference, c_reference=c_reference, doc=doc,
                  raw=raw)
     OPS.append(entry)
@@ -83,12 +87,14 @@ def _wrapping(sym):
 
 # ----------------------------------------------------------------------- arithmetic
 op("add_op", "add", 2, "elementwise", "arith_rule", fp=ARITH_FP, operator="+",
+   on_bools="logical_or",
    check=_not_two_bools("add", "use dx::logical_or"), scalar=_wrapping("+"),
    simd="return hn::Add(a, b);")
 op("sub_op", "subtract", 2, "elementwise", "arith_rule", fp=ARITH_FP, operator="-",
    check=_not_two_bools("subtract", "use dx::logical_xor"), scalar=_wrapping("-"),
    simd="return hn::Sub(a, b);")
 op("mul_op", "multiply", 2, "elementwise", "arith_rule", fp=ARITH_FP, operator="*",
+   on_bools="logical_and",
    check=_not_two_bools("multiply", "use dx::logical_and"), scalar=_wrapping("*"),
    simd="""// hn::Mul is a generic wrapper of operator*: test the operator (no u8, no i64 on AVX2).
 if constexpr (requires { a * b; }) return hn::Mul(a, b);
@@ -160,12 +166,12 @@ op("mod_op", "remainder", 2, "elementwise", "arith_rule", fp=DIV_FP, cost=20, co
     return static_cast<T>(a % b);
   }
 }""")
-op("minimum_op", "minimum", 2, "elementwise", "arith_rule",
+op("minimum_op", "minimum", 2, "elementwise", "arith_rule", on_bools="logical_and",
    check=_not_two_bools("minimum", "use dx::logical_and"),
    scalar="return detail::scalar_min(a, b);",
    simd="""if constexpr (requires { hn::Min(a, b); }) return detail::nan_min(d, a, b);
 else return detail::by_lane<minimum_op>(d, a, b);""")
-op("maximum_op", "maximum", 2, "elementwise", "arith_rule",
+op("maximum_op", "maximum", 2, "elementwise", "arith_rule", on_bools="logical_or",
    check=_not_two_bools("maximum", "use dx::logical_or"),
    scalar="return detail::scalar_max(a, b);",
    simd="""if constexpr (requires { hn::Max(a, b); }) return detail::nan_max(d, a, b);
