@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import ir
 from ..guards import Guard, alias_relation, strides_class
 from .arrays import ArrayVar, Storage
 from .errors import Budget, graph_break
@@ -182,7 +183,7 @@ class Context:
         if a.dtype not in SUPPORTED or not a.dtype.isnative:
             graph_break(
                 f"an array has dtype {a.dtype}, which the backends do not support "
-                "(bool, uint8, int32, int64, float32, float64); convert it first, "
+                f"({', '.join(ir.DTYPES)}); convert it first, "
                 "e.g. x.astype(np.float64)", final=True
             )
         # With dynamic dimensions, sentinels stand for their extents (Note [dynamic
