@@ -122,6 +122,11 @@ def toy_tree(tmp_path_factory) -> Path:
         shutil.copytree(ROOT / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
     manifest = root / "include/dynexpr/ops/manifest.py"
     manifest.write_text(manifest.read_text() + TOY_OPS)
+    # Until the generator runs, the tree's check names what is stale.
+    stale = subprocess.run([sys.executable, str(root / GENERATE), "--check"],
+                           capture_output=True, text=True, check=False)
+    assert stale.returncode == 1, stale.stderr
+    assert "include/dynexpr/ops/op_table.hpp, include/dynexpr/ops/registry.hpp" in stale.stderr
     subprocess.run([sys.executable, str(root / GENERATE)], check=True)
     return root
 
