@@ -32,7 +32,8 @@
 extern "C" {
 #endif
 
-/* dtype codes, in dynexpr::dtype order. */
+/* dtype codes, in dynexpr::dtype order (include/dynexpr/ops/manifest.py lists the dtypes). */
+/* BEGIN GENERATED dtype codes: ops/manifest.py, do not edit */
 enum dx_dtype_code {
   DX_BOOL = 0,
   DX_UINT8 = 1,
@@ -41,6 +42,8 @@ enum dx_dtype_code {
   DX_FLOAT32 = 4,
   DX_FLOAT64 = 5
 };
+#define DX_N_DTYPES 6
+/* END GENERATED dtype codes */
 
 /* Where an array's data lives: the kind of device and which one of that kind. A unit
  * reads arrays of its own backend's device only, and refuses others with a message

@@ -105,8 +105,8 @@ inline std::string device_name(const dx_device& d) {
 }
 
 inline const char* code_name(std::int32_t c) {
-  static const char* names[] = {"bool", "uint8", "int32", "int64", "float32", "float64"};
-  return c >= 0 && c < 6 ? names[c] : "an unknown dtype";
+  // dtype_name's views are of string literals: NUL-terminated.
+  return c >= 0 && c < n_dtypes ? dtype_name(static_cast<dtype>(c)).data() : "an unknown dtype";
 }
 
 /// The arguments of one call, checked as they are bound. Dynamic sizes live here.

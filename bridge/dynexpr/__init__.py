@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import logs
+from . import logs, ops
 from .capture import dynamic as _dynamic
 from .capture import GraphBreakError
 from .captured import BACKENDS, MODES, CacheInfo, CapturedFunction, DynexprWarning, reset

@@ -45,14 +45,22 @@ def _split_args(made: Any) -> tuple[tuple, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dynexpr",
-                                 description="dynexpr's command line: explain a capture")
+                                 description="dynexpr's command line: explain a capture, "
+                                             "list the ops")
     sub = ap.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("explain", help="print dynexpr.explain for one call")
     ex.add_argument("function", help="module:function (or module:Class.method)")
     ex.add_argument("--args-from", required=True, metavar="MODULE:MAKE_ARGS",
                     help="a function returning the arguments: a tuple, a dict of keywords, "
                          "or (tuple, dict)")
+    sub.add_parser("ops", help="list the ops and dtypes of the op manifest "
+                               "(include/dynexpr/ops/manifest.py)")
     ns = ap.parse_args(argv)
+    if ns.command == "ops":
+        from dynexpr import ops
+
+        print(ops.listing())
+        return 0
     import dynexpr
 
     fn = _load(ns.function, "the function")

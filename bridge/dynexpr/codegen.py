@@ -29,22 +29,17 @@ import math
 
 import numpy as np
 
-from . import ir
+from . import ir, manifest
 from .schedule import Buffer, Schedule
 
 FORMAT = 1  # bump when the shape of generated units changes
 
-CTYPE = {
-    "bool": "bool",
-    "uint8": "std::uint8_t",
-    "int32": "std::int32_t",
-    "int64": "std::int64_t",
-    "float32": "float",
-    "float64": "double",
-}
-INFIX = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/"}
-BOOL_ARITH = {"add": "logical_or", "multiply": "logical_and", "maximum": "logical_or",
-              "minimum": "logical_and"}
+CTYPE = manifest.CTYPE  # dtype name -> C++ element type
+# The arithmetic ops are written with their C++ operators (`x0 * 2.0`), the rest as named
+# functions; the text is the cache key, so this choice is part of the format.
+INFIX = {n: o["operator"] for n, o in manifest.OPS.items() if o["operator"] in ("+", "-", "*", "/")}
+# NumPy's add/multiply/maximum/minimum of two bools are logical or/and (manifest: on_bools).
+BOOL_ARITH = {n: o["on_bools"] for n, o in manifest.OPS.items() if o["on_bools"]}
 REDUCE_FN = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "mean": "mean",
              "any": "any", "all": "all", "var": "var", "std": "std"}
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import fperr, ir
+from . import fperr, ir, ops
 from .capture.errors import InternalError
 from .capture.infer import index_to_python
 
@@ -87,6 +87,9 @@ def _evaluator(v: ir.Value) -> Callable:
         return lambda v, args: apply_view(v.op, attrs, np.asarray(args[0]))
     if hasattr(np, v.op) and isinstance(getattr(np, v.op), np.ufunc):
         return _ufunc(v.op)
+    if v.op in ops.FUNCTIONS:  # a manifest op with a NumPy reference only
+        fn = ops.FUNCTIONS[v.op]
+        return lambda v, args: fn(*args)
     raise InternalError(f"dynexpr: the eager backend has no rule for op {v.op!r}")
 
 

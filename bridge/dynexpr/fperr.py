@@ -26,6 +26,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from . import manifest
+
 try:  # NumPy >= 2.0: the error state as a dict, without the copy np.geterr makes
     from numpy._core.umath import _get_extobj_dict as _state
 except ImportError:  # pragma: no cover
@@ -39,17 +41,13 @@ KINDS = ((1, "divide", "divide by zero"), (2, "over", "overflow"),
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-# The graph ops (ir names) that can raise each kind, in NumPy's loops.
-_ARITH = ("add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "power",
-          "square", "reciprocal", "fma", "sum", "prod", "mean", "var", "std", "matmul")
-_CAN_RAISE = {
-    1: ("true_divide", "floor_divide", "remainder", "reciprocal", "power", "log", "log2",
-        "log10", "log1p", "arctanh"),
-    2: _ARITH + ("exp", "exp2", "expm1", "sinh", "cosh", "astype", "hypot"),
-    4: _ARITH + ("exp", "exp2", "expm1", "sinh", "cosh", "astype", "hypot", "arctan2", "erf"),
-    8: _ARITH + ("sqrt", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
-                 "arccos", "arccosh", "arctanh", "astype", "min", "max"),
-}
+# The graph ops (ir names) that can raise each kind, in NumPy's loops: the manifest's `fp`
+# of each op, and the reductions and matmul (which accumulate as arithmetic does; min/max
+# compare, "invalid" on NaN).
+_ARITH = ("sum", "prod", "mean", "var", "std", "matmul")
+_STRUCTURAL = {1: (), 2: _ARITH, 4: _ARITH, 8: _ARITH + ("min", "max")}
+_CAN_RAISE = {bit: tuple(n for n, o in manifest.OPS.items() if key in o["fp"]) + _STRUCTURAL[bit]
+              for bit, key, _ in KINDS}
 _NUMPY_NAME = {"true_divide": "divide", "astype": "cast"}
 
 

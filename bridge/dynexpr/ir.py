@@ -10,8 +10,8 @@ capture time), so backends never re-derive promotion or broadcasting:
     %3 = tanh(%2) : float32[1024]
     return (%3,)
 
-Ops are the C++ op table's NumPy names (``dynexpr::ops::op_names()``, checked by a
-test), plus the structural ops listed in STRUCTURAL_OPS. The canonical text is the
+Ops are the NumPy names of the op manifest's ops (include/dynexpr/ops/manifest.py, from
+which the C++ op table is generated), plus the structural ops listed in STRUCTURAL_OPS. The canonical text is the
 hash input of the compile cache: it contains everything that changes the generated
 code and nothing else (no object ids, no file names).
 """
@@ -22,7 +22,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-DTYPES = ("bool", "uint8", "int32", "int64", "float32", "float64")
+from . import manifest
+
+DTYPES = manifest.DTYPES
 
 # dim: an int for a static extent, or a str naming a dynamic one ("s0", "s1", ...);
 # equal names are equal extents.
@@ -69,7 +71,7 @@ Dim = "int | str"
 #   - graph outputs are computed values: never an input, a const or a view (a copy,
 #     an astype to the same dtype, is added where needed); inputs are numbered 0..n-1
 #     in order, and every mutated input is an input even when its old value is unused.
-REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all", "var", "std", "argmin", "argmax")
+REDUCTIONS = manifest.REDUCTIONS
 VIEWS = ("reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "getitem")
 STRUCTURAL_OPS = ("input", "const", "astype", "where", "matmul", "full", "setitem") + REDUCTIONS + VIEWS
 

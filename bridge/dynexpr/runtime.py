@@ -27,10 +27,10 @@ import ctypes
 import logging
 from dataclasses import dataclass
 
-from . import cache, codegen, fperr, ir
+from . import cache, codegen, fperr, ir, manifest
 from .schedule import Schedule, schedule
 
-CODES = {name: k for k, name in enumerate(ir.DTYPES)}  # kernels/abi.h dx_dtype_code order
+CODES = manifest.CODES  # dtype name -> kernels/abi.h dx_dtype_code
 log = logging.getLogger("dynexpr.cache")
 _rt: dict = {"lib": None, "threads": None}  # the loaded runtime library; the pool size set
 

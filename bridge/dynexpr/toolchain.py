@@ -53,7 +53,12 @@ def unavailable(err: OSError, what: str) -> BuildUnavailable:
 
 def source_dirs() -> tuple[Path, Path]:
     """(include root holding dynexpr/, kernels dir holding abi.h and prelude.hpp): the
-    installed copy in the package (`_include/`), else the source checkout's."""
+    installed copy in the package (`_include/`), else the source checkout's. The
+    environment's DYNEXPR_SOURCE_ROOT names another tree (include/, kernels/) instead:
+    a copy with an extra op (tests/python/test_manifest.py, dynexpr.manifest)."""
+    other = os.environ.get("DYNEXPR_SOURCE_ROOT")
+    if other:
+        return Path(other) / "include", Path(other) / "kernels"
     inst = PKG_DIR / "_include"
     if (inst / "kernels" / "abi.h").is_file():
         return inst, inst / "kernels"

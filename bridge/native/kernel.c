@@ -17,27 +17,10 @@ static const dx_device dx_host = {DX_DEVICE_CPU, 0};
 
 _Static_assert(sizeof(npy_intp) == sizeof(int64_t), "dynexpr needs a 64-bit npy_intp");
 
-/* ================================================================== dtypes */
-/* The dtype table: abi codes <-> NumPy (kernels/abi.h's enum dx_dtype_code). */
-
-static const int dx_typenum[6] = {NPY_BOOL,  NPY_UINT8,   NPY_INT32,
-                                  NPY_INT64, NPY_FLOAT32, NPY_FLOAT64};
-static const size_t dx_itemsize[6] = {1, 1, 4, 8, 4, 8};
-static const char* dx_name[6] = {"bool", "uint8", "int32", "int64", "float32", "float64"};
-
-/* The abi code of an array's dtype, or -1. */
-static int dx_code_of(PyArray_Descr* d) {
-  const int n = (int)PyDataType_ELSIZE(d);
-  switch (d->kind) {
-    case 'b': return n == 1 ? DX_BOOL : -1;
-    case 'u': return n == 1 ? DX_UINT8 : -1;
-    case 'i': return n == 4 ? DX_INT32 : n == 8 ? DX_INT64 : -1;
-    case 'f': return n == 4 ? DX_FLOAT32 : n == 8 ? DX_FLOAT64 : -1;
-    default: return -1;
-  }
-}
-
-/* ============================================================== end dtypes */
+/* dx_typenum, dx_itemsize, dx_name, dx_code_of: the dtype table (abi codes <-> NumPy),
+ * generated from the op and dtype manifest (include/dynexpr/ops/manifest.py). */
+#include "dx_dtypes.h"
+#define DX_LAST_DTYPE ((long)(sizeof dx_itemsize / sizeof dx_itemsize[0]) - 1)
 
 /* ================================================================== Kernel */
 typedef struct {
@@ -125,7 +108,7 @@ static PyObject* Kernel_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
       PyErr_SetString(PyExc_TypeError, "dynexpr._native.Kernel: inputs are (code, ndim, written)");
       goto fail;
     }
-    if (parse_int(PyTuple_GET_ITEM(t, 0), "dtype code", 0, 5, &self->ins[i].code) ||
+    if (parse_int(PyTuple_GET_ITEM(t, 0), "dtype code", 0, DX_LAST_DTYPE, &self->ins[i].code) ||
         parse_int(PyTuple_GET_ITEM(t, 1), "ndim", 0, DX_MAX_RANK, &self->ins[i].ndim))
       goto fail;
     int w = PyObject_IsTrue(PyTuple_GET_ITEM(t, 2));
@@ -140,7 +123,7 @@ static PyObject* Kernel_new(PyTypeObject* type, PyObject* args, PyObject* kw) {
     }
     out_spec* o = &self->outs[k];
     PyObject* dims = PyTuple_GET_ITEM(t, 1);
-    if (parse_int(PyTuple_GET_ITEM(t, 0), "dtype code", 0, 5, &o->code)) goto fail;
+    if (parse_int(PyTuple_GET_ITEM(t, 0), "dtype code", 0, DX_LAST_DTYPE, &o->code)) goto fail;
     if (PyTuple_GET_SIZE(dims) > DX_MAX_RANK) {
       PyErr_SetString(PyExc_ValueError, "dynexpr._native.Kernel: output rank above 8");
       goto fail;

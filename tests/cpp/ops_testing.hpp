@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "dynexpr/dynexpr.hpp"
+#include "ops_references.hpp"  // exact_unary, c_unary, exact_binary, c_binary (generated)
 
 #include <algorithm>
 #include <array>
@@ -349,87 +350,6 @@ LD bound_of(const ops::accuracy& acc) {
 template <class T>
 LD stated_ulp(const ops::accuracy& acc) {
   return sizeof(T) == 4 ? acc.ulp_f32 : acc.ulp_f64;
-}
-
-inline LD sigmoid_exact(LD x) { return 1 / (1 + std::exp(-x)); }
-
-/// The exact value (long double) of each float function of one argument, by NumPy name.
-/// A name missing here fails the test: a new op of float_unary_ops needs its reference.
-inline bool exact_unary(std::string_view op, LD x, LD& out) {
-  struct entry {
-    std::string_view name;
-    LD (*f)(LD);
-  };
-  static constexpr entry table[] = {
-      {"sqrt", [](LD v) { return std::sqrt(v); }},     {"exp", [](LD v) { return std::exp(v); }},
-      {"expm1", [](LD v) { return std::expm1(v); }},   {"exp2", [](LD v) { return std::exp2(v); }},
-      {"log", [](LD v) { return std::log(v); }},       {"log1p", [](LD v) { return std::log1p(v); }},
-      {"log2", [](LD v) { return std::log2(v); }},     {"log10", [](LD v) { return std::log10(v); }},
-      {"sin", [](LD v) { return std::sin(v); }},       {"cos", [](LD v) { return std::cos(v); }},
-      {"tan", [](LD v) { return std::tan(v); }},       {"tanh", [](LD v) { return std::tanh(v); }},
-      {"sinh", [](LD v) { return std::sinh(v); }},     {"cosh", [](LD v) { return std::cosh(v); }},
-      {"arcsin", [](LD v) { return std::asin(v); }},   {"arccos", [](LD v) { return std::acos(v); }},
-      {"arctan", [](LD v) { return std::atan(v); }},   {"arcsinh", [](LD v) { return std::asinh(v); }},
-      {"arccosh", [](LD v) { return std::acosh(v); }}, {"arctanh", [](LD v) { return std::atanh(v); }},
-      {"sigmoid", sigmoid_exact},                      {"erf", [](LD v) { return std::erf(v); }},
-      {"rint", [](LD v) { return std::nearbyint(v); }},
-  };
-  for (const auto& e : table)
-    if (e.name == op) {
-      out = e.f(x);
-      return true;
-    }
-  return false;
-}
-
-/// The C library's answer in T (what NumPy's scalar loops give). sigmoid has no C function:
-/// its exact value rounded to T.
-template <class T>
-T c_unary(std::string_view op, T x) {
-  if (op == "sqrt") return std::sqrt(x);
-  if (op == "exp") return std::exp(x);
-  if (op == "expm1") return std::expm1(x);
-  if (op == "exp2") return std::exp2(x);
-  if (op == "log") return std::log(x);
-  if (op == "log1p") return std::log1p(x);
-  if (op == "log2") return std::log2(x);
-  if (op == "log10") return std::log10(x);
-  if (op == "sin") return std::sin(x);
-  if (op == "cos") return std::cos(x);
-  if (op == "tan") return std::tan(x);
-  if (op == "tanh") return std::tanh(x);
-  if (op == "sinh") return std::sinh(x);
-  if (op == "cosh") return std::cosh(x);
-  if (op == "arcsin") return std::asin(x);
-  if (op == "arccos") return std::acos(x);
-  if (op == "arctan") return std::atan(x);
-  if (op == "arcsinh") return std::asinh(x);
-  if (op == "arccosh") return std::acosh(x);
-  if (op == "arctanh") return std::atanh(x);
-  if (op == "sigmoid") return static_cast<T>(sigmoid_exact(x));
-  if (op == "erf") return std::erf(x);
-  if (op == "rint") return std::nearbyint(x);
-  FAIL_CHECK("no C library reference for ", std::string(op));
-  return nan_v<T>;
-}
-
-inline LD exact_binary(std::string_view op, LD a, LD b) {
-  if (op == "arctan2") return std::atan2(a, b);
-  if (op == "hypot") return std::hypot(a, b);
-  if (op == "power") return std::pow(a, b);
-  if (op == "true_divide") return a / b;
-  FAIL_CHECK("no long double reference for ", std::string(op));
-  return std::numeric_limits<LD>::quiet_NaN();
-}
-
-template <class T>
-T c_binary(std::string_view op, T a, T b) {
-  if (op == "arctan2") return std::atan2(a, b);
-  if (op == "hypot") return std::hypot(a, b);
-  if (op == "power") return std::pow(a, b);
-  if (op == "true_divide") return a / b;
-  FAIL_CHECK("no C library reference for ", std::string(op));
-  return nan_v<T>;
 }
 
 /// got must be the C library's `want`: the same NaN-ness, the same infinity, the same

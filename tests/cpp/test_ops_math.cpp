@@ -1,7 +1,7 @@
-// Tests of the op table (ops/op_table.hpp, ops/math_ops.hpp, ops/registry.hpp) through the
-// real evaluation path: every value checked here comes out of dx::eval of an expression,
-// so the SIMD bodies, the operand conversions of eval/evaluator.hpp and the unit, strided
-// and tail loops of eval/assign.hpp all take part.
+// Tests of the op table (ops/op_table.hpp and ops/registry.hpp, generated from
+// ops/manifest.py) through the real evaluation path: every value checked here comes out
+// of dx::eval of an expression, so the SIMD bodies, the operand conversions of
+// eval/evaluator.hpp and the unit, strided and tail loops of eval/assign.hpp all take part.
 //
 // - Float functions (every op of dx::ops::float_unary_ops, then arctan2, hypot, power and
 //   true_divide) against a long double reference, in ULPs of the result type (Note [ulp

@@ -297,22 +297,6 @@ def test_unknown_log_topic_is_reported_not_fatal(capsys):
     dynexpr.logs.configure("")
 
 
-# --- one op list: Python's matches the C++ op table --------------------------------------------
-
-
-def test_op_names_exist_in_the_cpp_op_table():
-    from dynexpr.capture.np_ops import OP_TABLE_OPS
-
-    text = "".join(p.read_text() for p in (ROOT / "include/dynexpr/ops").glob("*.hpp"))
-    cpp = set(re.findall(r'name = "(\w+)"', text))
-    cpp |= set(re.findall(r'DYNEXPR_\w+_OP\(\s*\w+,\s*"(\w+)"', text))
-    missing = sorted(set(OP_TABLE_OPS) - cpp)
-    assert not missing, f"ops the translator emits but the C++ op table lacks: {missing}"
-    # and every NumPy-named op of the table is reachable from Python
-    numpy_named = {n for n in cpp if hasattr(np, n) and isinstance(getattr(np, n), np.ufunc)}
-    assert not sorted(numpy_named - set(OP_TABLE_OPS))
-
-
 def test_max_rank_matches_the_cpp_core():
     from dynexpr.capture.graph import MAX_RANK
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import ir
 from ..guards import Guard, alias_relation, strides_class
 from .arrays import ArrayVar, Storage
 from .errors import Budget, graph_break
@@ -76,8 +77,9 @@ def _is_library_callable(value: Any) -> bool:
         return True
     plain = callable(value) and t.__getattribute__ in _GENERIC_GETATTRIBUTE
     module = getattr(value, "__module__", None) if plain else None
+    # dynexpr.ops: the manifest's ops without a NumPy function (np_table handles them).
     return isinstance(module, str) and (
-        module in ("numpy", "builtins") or module.startswith("numpy.")
+        module in ("numpy", "builtins", "dynexpr.ops") or module.startswith("numpy.")
     )
 
 
@@ -181,7 +183,7 @@ class Context:
         if a.dtype not in SUPPORTED or not a.dtype.isnative:
             graph_break(
                 f"an array has dtype {a.dtype}, which the backends do not support "
-                "(bool, uint8, int32, int64, float32, float64); convert it first, "
+                f"({', '.join(ir.DTYPES)}); convert it first, "
                 "e.g. x.astype(np.float64)", final=True
             )
         # With dynamic dimensions, sentinels stand for their extents (Note [dynamic

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ir
+from .. import ir, manifest
 from . import dynamic
 from .arrays import ArrayVar, fresh
 from .builder import Context
@@ -30,86 +30,14 @@ from .infer import (
 )
 from .variables import PyVar, ScalarInputVar, Var
 
-# The op table's elementwise ops, by the NumPy ufunc object (aliases such as np.divide,
+# The manifest's ops NumPy reaches by ufunc, by the ufunc object (aliases such as np.divide,
 # np.abs, np.mod are the same objects as true_divide, absolute, remainder).
-ELEMENTWISE = (
-    "add",
-    "subtract",
-    "multiply",
-    "true_divide",
-    "floor_divide",
-    "remainder",
-    "negative",
-    "absolute",
-    "minimum",
-    "maximum",
-    "power",
-    "square",
-    "reciprocal",
-    "sqrt",
-    "exp",
-    "expm1",
-    "exp2",
-    "log",
-    "log1p",
-    "log2",
-    "log10",
-    "sin",
-    "cos",
-    "tan",
-    "tanh",
-    "sinh",
-    "cosh",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "arcsinh",
-    "arccosh",
-    "arctanh",
-    "arctan2",
-    "hypot",
-    "floor",
-    "ceil",
-    "trunc",
-    "rint",
-    "sign",
-    "equal",
-    "not_equal",
-    "less",
-    "less_equal",
-    "greater",
-    "greater_equal",
-    "logical_and",
-    "logical_or",
-    "logical_xor",
-    "logical_not",
-    "isnan",
-    "isinf",
-    "isfinite",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "invert",
-    "left_shift",
-    "right_shift",
-)
+ELEMENTWISE = manifest.UFUNC_OPS
 UFUNC_OPS: dict[np.ufunc, str] = {getattr(np, n): n for n in ELEMENTWISE}
-# Every op-table op the translator emits (clip and where have NumPy functions, not ufuncs);
-# a test checks these against the C++ op table (include/dynexpr/ops/).
-OP_TABLE_OPS = ELEMENTWISE + ("clip", "where")
-REDUCTION_FNS = {
-    "sum": np.sum,
-    "prod": np.prod,
-    "min": np.min,
-    "max": np.max,
-    "mean": np.mean,
-    "any": np.any,
-    "all": np.all,
-    "var": np.var,
-    "std": np.std,
-    "argmin": np.argmin,
-    "argmax": np.argmax,
-}
+# Every op-table op the translator emits: ufuncs, NumPy functions with handlers of their own
+# (clip, where), and the manifest's ops that only dynexpr.ops provides.
+OP_TABLE_OPS = ELEMENTWISE + manifest.FUNCTION_OPS + tuple(manifest.REFERENCE_OPS)
+REDUCTION_FNS = {name: getattr(np, name) for name in ir.REDUCTIONS}
 _NUMERIC = (bool, int, float, complex)
 
 
@@ -176,6 +104,23 @@ def ufunc(ctx: Context, uf: np.ufunc, operands: list[Var]) -> Var:
     shape = broadcast(*[shape_of(v) for v in operands])
     loop = ufunc_loop(uf, operands)
     args = tuple(operand(ctx, v, loop[i]) for i, v in enumerate(operands))
+    return fresh(ctx.graph, ctx.graph.node(name, args, dtype, shape), kind)
+
+
+def reference_op(ctx: Context, name: str, fn: Any, operands: list[Var]) -> Var:
+    """A manifest op without a NumPy ufunc (dynexpr.ops.<name>): its NumPy reference
+    `fn` decides the result dtype, the operands are cast to the loop dtype (the result's,
+    or for a bool result their common type) and the graph gets one `name` node."""
+    if all(isinstance(v, PyVar) for v in operands):
+        return fold(fn, *[v.value for v in operands])
+    for v in operands:
+        if not isinstance(v, ArrayVar) and not is_numeric_const(v):
+            operand(ctx, v, "float64")  # breaks with the reason
+    examples = [example(v) for v in operands]
+    dtype, kind = result_of(ask(fn, *examples))
+    loop = dtype if dtype != "bool" else ask(np.result_type, *examples).name
+    shape = broadcast(*[shape_of(v) for v in operands])
+    args = tuple(operand(ctx, v, loop) for v in operands)
     return fresh(ctx.graph, ctx.graph.node(name, args, dtype, shape), kind)
 
 

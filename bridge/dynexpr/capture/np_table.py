@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import manifest, ops
 from . import dynamic
 from . import np_ops, np_views
 from .arrays import ArrayVar
@@ -64,6 +65,18 @@ def _reduction(name: str) -> tuple[Callable, Callable]:
 
 
 # --- elementwise ---------------------------------------------------------------------------
+
+
+def _reference_handler(name: str, fn: Callable) -> Callable:
+    """dynexpr.ops.<name>: one node of the manifest op `name` (np_ops.reference_op)."""
+    params = manifest.OPS[name]["params"]
+    spec = tuple((p, REQUIRED) for p in params)
+
+    def handler(tx, args: list, kwargs: dict) -> Var:
+        d = bind(f"dynexpr.ops.{name}", args, kwargs, spec)
+        return np_ops.reference_op(tx.ctx, name, fn, [d[p] for p in params])
+
+    return handler
 
 
 def _ufunc_handler(uf: np.ufunc) -> Callable:
@@ -442,6 +455,8 @@ def _tables() -> tuple[dict, dict]:
         functions[fn] = _fold_all(fn)
     for st in (np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_):
         functions[st] = _scalar_type(st)
+    for name, fn in ops.FUNCTIONS.items():
+        functions[fn] = _reference_handler(name, fn)
     return functions, methods
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import manifest
 from . import dynamic
 from . import np_ops, np_views
 from .arrays import ArrayVar
@@ -28,28 +29,10 @@ from .variables import (
     Var,
 )
 
-_UFUNCS = {
-    "+": np.add,
-    "-": np.subtract,
-    "*": np.multiply,
-    "/": np.true_divide,
-    "//": np.floor_divide,
-    "%": np.remainder,
-    "**": np.power,
-    "&": np.bitwise_and,
-    "|": np.bitwise_or,
-    "^": np.bitwise_xor,
-    "<<": np.left_shift,
-    ">>": np.right_shift,
-}
-_COMPARE = {
-    "<": np.less,
-    "<=": np.less_equal,
-    "==": np.equal,
-    "!=": np.not_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
-}
+# Python's operators on arrays, by symbol: the manifest's py_operator of each op.
+_BY_SYMBOL = {sym: getattr(np, name) for sym, name in manifest.PY_OPERATORS.items()}
+_COMPARE = {sym: uf for sym, uf in _BY_SYMBOL.items() if sym in ("<", "<=", "==", "!=", ">", ">=")}
+_UFUNCS = {sym: uf for sym, uf in _BY_SYMBOL.items() if sym not in _COMPARE}
 _PY_BINARY = {
     "+": operator.add,
     "-": operator.sub,

@@ -45,6 +45,14 @@
 #define DYNEXPR_RESTRICT
 #endif
 
+// An op's scalar body (ops/manifest.py) is one function for the host and for a CUDA
+// device: `__host__ __device__` under nvcc and NVRTC, nothing for the CPU compilers.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define DYNEXPR_HOST_DEVICE __host__ __device__
+#else
+#define DYNEXPR_HOST_DEVICE
+#endif
+
 // Functions that generated units take from libdynexpr_rt.so instead of compiling them
 // (Note [runtime library] in dynexpr/parallel/thread_pool.hpp): inline everywhere else.
 #if defined(DYNEXPR_RUNTIME_DEFINE)

@@ -9,26 +9,22 @@
 
 namespace dynexpr {
 
-/// The dtypes dynexpr computes with. Their C++ element types are float, double,
-/// std::int32_t, std::int64_t, std::uint8_t and bool (stored as one byte, 0 or 1).
+// BEGIN GENERATED dtypes: ops/manifest.py, do not edit
+/// The dtypes dynexpr computes with, in ABI code order (kernels/abi.h).
 enum class dtype : std::uint8_t { bool_, uint8, int32, int64, float32, float64 };
+inline constexpr int n_dtypes = 6;
 
 template <class T>
 inline constexpr bool is_supported_v =
-    std::is_same_v<T, bool> || std::is_same_v<T, std::uint8_t> ||
-    std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> ||
-    std::is_same_v<T, float> || std::is_same_v<T, double>;
+    std::is_same_v<T, bool> ||
+    std::is_same_v<T, std::uint8_t> ||
+    std::is_same_v<T, std::int32_t> ||
+    std::is_same_v<T, std::int64_t> ||
+    std::is_same_v<T, float> ||
+    std::is_same_v<T, double>;
 
 template <class T>
 concept Element = is_supported_v<T>;
-
-template <class T>
-inline constexpr bool is_float_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
-template <class T>
-inline constexpr bool is_bool_v = std::is_same_v<T, bool>;
-/// Integer dtypes proper (bool is not one, as in NumPy's kind 'b' vs 'i'/'u').
-template <class T>
-inline constexpr bool is_int_v = is_supported_v<T> && std::is_integral_v<T> && !is_bool_v<T>;
 
 template <Element T>
 constexpr dtype dtype_of() {
@@ -52,6 +48,16 @@ constexpr std::string_view dtype_name(dtype t) {
   }
   return "?";
 }
+// END GENERATED dtypes
+
+template <class T>
+inline constexpr bool is_float_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
+template <class T>
+inline constexpr bool is_bool_v = std::is_same_v<T, bool>;
+/// Integer dtypes proper (bool is not one, as in NumPy's kind 'b' vs 'i'/'u').
+template <class T>
+inline constexpr bool is_int_v = is_supported_v<T> && std::is_integral_v<T> && !is_bool_v<T>;
+
 template <Element T>
 constexpr std::string_view dtype_name() {
   return dtype_name(dtype_of<T>());

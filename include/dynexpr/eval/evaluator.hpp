@@ -18,7 +18,6 @@
 
 #include "dynexpr/eval/layout.hpp"
 #include "dynexpr/expr/nodes.hpp"
-#include "dynexpr/ops/math_ops.hpp"
 #include "dynexpr/ops/op_table.hpp"
 #include "dynexpr/simd/convert.hpp"
 

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "dynexpr/expr/nodes.hpp"
-#include "dynexpr/ops/math_ops.hpp"
 #include "dynexpr/ops/op_table.hpp"
 
 namespace dynexpr {
@@ -96,6 +95,7 @@ scalar_expr<T> scalar(T v) {
 }
 
 // ------------------------------------------------------------------- named functions
+// One per op of the manifest and its aliases (DYNEXPR_NAMED_OPS, ops/op_table.hpp).
 #define DYNEXPR_NAMED(FN, OP)                                    \
   template <Arg... X>                                            \
     requires(Operand<X> || ...)                                  \
@@ -104,74 +104,7 @@ scalar_expr<T> scalar(T v) {
                   "dynexpr::" #FN ": wrong number of arguments"); \
     return apply<ops::OP>(std::forward<X>(x)...);                \
   }
-DYNEXPR_NAMED(add, add_op)
-DYNEXPR_NAMED(subtract, sub_op)
-DYNEXPR_NAMED(multiply, mul_op)
-DYNEXPR_NAMED(divide, div_op)
-DYNEXPR_NAMED(true_divide, div_op)
-DYNEXPR_NAMED(floor_divide, floor_divide_op)
-DYNEXPR_NAMED(mod, mod_op)
-DYNEXPR_NAMED(remainder, mod_op)
-DYNEXPR_NAMED(negative, neg_op)
-DYNEXPR_NAMED(neg, neg_op)
-DYNEXPR_NAMED(abs, abs_op)
-DYNEXPR_NAMED(absolute, abs_op)
-DYNEXPR_NAMED(minimum, minimum_op)
-DYNEXPR_NAMED(maximum, maximum_op)
-DYNEXPR_NAMED(pow, pow_op)
-DYNEXPR_NAMED(power, pow_op)
-DYNEXPR_NAMED(square, square_op)
-DYNEXPR_NAMED(reciprocal, reciprocal_op)
-DYNEXPR_NAMED(sqrt, sqrt_op)
-DYNEXPR_NAMED(exp, exp_op)
-DYNEXPR_NAMED(expm1, expm1_op)
-DYNEXPR_NAMED(exp2, exp2_op)
-DYNEXPR_NAMED(log, log_op)
-DYNEXPR_NAMED(log1p, log1p_op)
-DYNEXPR_NAMED(log2, log2_op)
-DYNEXPR_NAMED(log10, log10_op)
-DYNEXPR_NAMED(sin, sin_op)
-DYNEXPR_NAMED(cos, cos_op)
-DYNEXPR_NAMED(tan, tan_op)
-DYNEXPR_NAMED(tanh, tanh_op)
-DYNEXPR_NAMED(sinh, sinh_op)
-DYNEXPR_NAMED(cosh, cosh_op)
-DYNEXPR_NAMED(arcsin, arcsin_op)
-DYNEXPR_NAMED(arccos, arccos_op)
-DYNEXPR_NAMED(arctan, arctan_op)
-DYNEXPR_NAMED(arcsinh, arcsinh_op)
-DYNEXPR_NAMED(arccosh, arccosh_op)
-DYNEXPR_NAMED(arctanh, arctanh_op)
-DYNEXPR_NAMED(arctan2, arctan2_op)
-DYNEXPR_NAMED(hypot, hypot_op)
-DYNEXPR_NAMED(sigmoid, sigmoid_op)
-DYNEXPR_NAMED(erf, erf_op)
-DYNEXPR_NAMED(floor, floor_op)
-DYNEXPR_NAMED(ceil, ceil_op)
-DYNEXPR_NAMED(trunc, trunc_op)
-DYNEXPR_NAMED(rint, rint_op)
-DYNEXPR_NAMED(sign, sign_op)
-DYNEXPR_NAMED(clip, clip_op)
-DYNEXPR_NAMED(equal, equal_op)
-DYNEXPR_NAMED(not_equal, not_equal_op)
-DYNEXPR_NAMED(less, less_op)
-DYNEXPR_NAMED(less_equal, less_equal_op)
-DYNEXPR_NAMED(greater, greater_op)
-DYNEXPR_NAMED(greater_equal, greater_equal_op)
-DYNEXPR_NAMED(logical_and, logical_and_op)
-DYNEXPR_NAMED(logical_or, logical_or_op)
-DYNEXPR_NAMED(logical_xor, logical_xor_op)
-DYNEXPR_NAMED(logical_not, logical_not_op)
-DYNEXPR_NAMED(isnan, isnan_op)
-DYNEXPR_NAMED(isinf, isinf_op)
-DYNEXPR_NAMED(isfinite, isfinite_op)
-DYNEXPR_NAMED(bitwise_and, bitwise_and_op)
-DYNEXPR_NAMED(bitwise_or, bitwise_or_op)
-DYNEXPR_NAMED(bitwise_xor, bitwise_xor_op)
-DYNEXPR_NAMED(bitwise_not, invert_op)
-DYNEXPR_NAMED(invert, invert_op)
-DYNEXPR_NAMED(left_shift, left_shift_op)
-DYNEXPR_NAMED(right_shift, right_shift_op)
+DYNEXPR_NAMED_OPS(DYNEXPR_NAMED)
 #undef DYNEXPR_NAMED
 
 /// where(cond, a, b): a where cond is true (non-zero), else b; a and b promote (weak
@@ -204,22 +137,7 @@ auto cast(X&& x) {
   auto operator SYM(L&& l, R&& r) {                       \
     return apply<ops::OP>(std::forward<L>(l), std::forward<R>(r)); \
   }
-DYNEXPR_BINARY_OPERATOR(+, add_op)
-DYNEXPR_BINARY_OPERATOR(-, sub_op)
-DYNEXPR_BINARY_OPERATOR(*, mul_op)
-DYNEXPR_BINARY_OPERATOR(/, div_op)
-DYNEXPR_BINARY_OPERATOR(%, mod_op)
-DYNEXPR_BINARY_OPERATOR(&, bitwise_and_op)
-DYNEXPR_BINARY_OPERATOR(|, bitwise_or_op)
-DYNEXPR_BINARY_OPERATOR(^, bitwise_xor_op)
-DYNEXPR_BINARY_OPERATOR(<<, left_shift_op)
-DYNEXPR_BINARY_OPERATOR(>>, right_shift_op)
-DYNEXPR_BINARY_OPERATOR(==, equal_op)
-DYNEXPR_BINARY_OPERATOR(!=, not_equal_op)
-DYNEXPR_BINARY_OPERATOR(<, less_op)
-DYNEXPR_BINARY_OPERATOR(<=, less_equal_op)
-DYNEXPR_BINARY_OPERATOR(>, greater_op)
-DYNEXPR_BINARY_OPERATOR(>=, greater_equal_op)
+DYNEXPR_BINARY_OPERATORS(DYNEXPR_BINARY_OPERATOR)
 #undef DYNEXPR_BINARY_OPERATOR
 
 template <Operand X>

@@ -110,7 +110,7 @@ DYNEXPR_INLINE hn::Mask<DTo> mask_cast(DTo dto, DFrom dfrom, hn::Mask<DFrom> m) 
 // the last real lane rather than holding zeros: every lane computes what some real lane
 // computes, so the padding raises no floating-point flag of its own (log of a padding 0
 // would be "divide by zero", 0/0 "invalid": Note [floating-point errors] in
-// bridge/native/kernel.c), and range guards (ops/math_ops.hpp) see only real values.
+// bridge/native/kernel.c), and range guards (ops/op_support.hpp) see only real values.
 
 /// Loads `count` (< the lane count) elements from p, the remaining lanes repeating the
 /// last one (zeros if count is 0), without touching memory past p + count.

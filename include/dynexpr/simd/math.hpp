@@ -641,7 +641,7 @@ HWY_INLINE V Sigmoid(D d, V x) {
 /// tanh(x): float lanes by tanh|x| = -expm1(z) / (2 + expm1(z)), z = -2|x| clamped at
 /// -20, expm1 by one range reduction and a degree-7 polynomial (about 20 vector ops,
 /// 1.75x faster than hn::Tanh; max 2.5 ulp on (-12, 12)); double lanes use hn::Tanh.
-/// Finite x only: NaN and infinities are left to the caller (ops/math_ops.hpp guards).
+/// Finite x only: NaN and infinities are left to the caller (the guards of ops/op_support.hpp).
 template <class D, class V>
 HWY_INLINE V Tanh(D d, V x) {
   if constexpr (sizeof(hn::TFromD<D>) != 4) {

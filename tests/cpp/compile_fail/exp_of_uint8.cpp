@@ -1,5 +1,5 @@
 // exp of a uint8 tensor: NumPy gives float16, which dynexpr does not have, so the float
-// functions reject bool/uint8 operands (math_ops.hpp, float_unary_rule) instead of
+// functions reject bool/uint8 operands (ops/manifest.py, float_unary_rule) instead of
 // silently picking another dtype. DYNEXPR_EXPECT_OK compiles the corrected twin.
 #include "dynexpr/dynexpr.hpp"
 

@@ -1,0 +1,158 @@
+// dynexpr/ops/op_support.hpp — what the op bodies of ops/manifest.py share: integer
+// wrap-around and NumPy's integer division corner cases, NaN-aware min/max, running a
+// scalar body lane by lane, and the range guards of the SIMD math bodies. The ops
+// themselves are generated into ops/op_table.hpp (do not add an op here).
+//
+// Note [guarded math]
+// Highway's contrib math is exact to a few ulp only inside a stated valid range (exp to
+// +104 in float, sin/cos within +-39000, log on (0, max]) and gives unspecified values
+// outside it. NumPy gives inf, 0, NaN or a correct value there. Each SIMD body below
+// therefore tests its lanes against the range; a packet with any lane outside it (rare
+// in practice: NaN, inf, huge arguments, log of 0) takes the C library's answer for those
+// lanes (with the C library's floating-point flags, which are NumPy's: the fast body
+// never runs on them). The fast path costs one compare and one branch per packet.
+#pragma once
+
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+
+#include "dynexpr/core/config.hpp"
+#include "dynexpr/core/error.hpp"
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include "dynexpr/ops/rules.hpp"
+#include "dynexpr/simd/convert.hpp"
+#include "dynexpr/simd/math.hpp"
+
+// A check() for the arithmetic ops: NumPy makes + and * of two bools logical, dynexpr
+// rejects them with the op to use instead.
+#define DYNEXPR_NOT_TWO_BOOLS(NAME, ALT) \
+  DYNEXPR_OP_CHECK(NAME, !arith_rule::all_bool<A...>, "not defined for two bool operands; " ALT)
+
+namespace dynexpr::ops {
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace detail {
+/// Integer arithmetic that wraps modulo 2^bits as NumPy's does (signed overflow is
+/// undefined behaviour in C++, so go through the unsigned type).
+template <class T, class F>
+DYNEXPR_HOST_DEVICE constexpr T wrapping(F f, T a, T b) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return static_cast<T>(f(a, b));
+  }
+}
+/// An integer division by zero: 0, as NumPy gives, with NumPy's "divide by zero"
+/// floating-point flag (its integer loops set it; Note [floating-point errors]).
+template <class T>
+DYNEXPR_HOST_DEVICE T divide_by_zero() {
+  std::feraiseexcept(FE_DIVBYZERO);
+  return T(0);
+}
+/// MIN // -1 wraps to MIN, with NumPy's "overflow" flag.
+template <class T>
+DYNEXPR_HOST_DEVICE T overflowed(T wrapped) {
+  std::feraiseexcept(FE_OVERFLOW);
+  return wrapped;
+}
+/// Calls Op's scalar body lane by lane on vectors of tag d.
+template <class Op, class D, class... V>
+DYNEXPR_INLINE hn::Vec<D> by_lane(D d, V... v) {
+  return simd::lanewise(d, [](auto... x) { return Op::scalar(x...); }, d, v...);
+}
+/// A predicate's scalar body lane by lane, as a mask.
+template <class Op, class D, class... V>
+DYNEXPR_INLINE hn::Mask<D> by_lane_mask(D d, V... v) {
+  using T = hn::TFromD<D>;
+  const auto r = simd::lanewise(d, [](auto... x) { return T(Op::scalar(x...) ? 1 : 0); }, d, v...);
+  return simd::nonzero(d, r);
+}
+// NaN-propagating min/max (NumPy's minimum/maximum; ties give the 2nd operand, as x86
+// min/max do). Built from quiet compares: x86 min/max raise "invalid" on a NaN operand,
+// which NumPy's minimum/maximum never report (Note [floating-point errors]).
+template <class D, class V>
+DYNEXPR_INLINE V nan_min(D, V a, V b) {
+  if constexpr (is_float_v<hn::TFromD<D>>)
+    return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::Lt(a, b)), a, b);
+  else
+    return hn::Min(a, b);
+}
+template <class D, class V>
+DYNEXPR_INLINE V nan_max(D, V a, V b) {
+  if constexpr (is_float_v<hn::TFromD<D>>)
+    return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::Gt(a, b)), a, b);
+  else
+    return hn::Max(a, b);
+}
+template <class T>
+DYNEXPR_HOST_DEVICE constexpr T scalar_min(T a, T b) {
+  if constexpr (is_float_v<T>)
+    if (a != a || b != b) return a != a ? a : b;
+  return a < b ? a : b;  // ties (-0 vs +0) give the second operand, as NumPy and x86 do
+}
+template <class T>
+DYNEXPR_HOST_DEVICE constexpr T scalar_max(T a, T b) {
+  if constexpr (is_float_v<T>)
+    if (a != a || b != b) return a != a ? a : b;
+  return a > b ? a : b;  // ties give the second operand
+}
+
+template <class D, class V, class Fast, class Exact>
+DYNEXPR_INLINE V guarded(D d, V x, hn::Mask<D> ok, Fast fast, Exact exact) {
+  if (HWY_LIKELY(hn::AllTrue(d, ok))) return fast(x);
+  // The fast body sees only in-range values: on the others its intermediate results
+  // raise floating-point flags NumPy would not (exp(NaN) converts NaN to an integer:
+  // "invalid"; tanh(400) overflows inside). Those lanes take an in-range lane's value
+  // there, and the C library's answer, with the C library's flags (NumPy's), in the
+  // result; the in-range lanes likewise give the library a quiet value.
+  const std::intptr_t first = hn::FindFirstTrue(d, ok);
+  if (first < 0) return simd::lanewise(d, exact, d, x);
+  alignas(64) hn::TFromD<D> lanes[simd::max_lanes_v<D>];
+  hn::Store(x, d, lanes);
+  const V safe = hn::Set(d, lanes[first]);
+  return hn::IfThenElse(ok, fast(hn::IfThenElse(ok, x, safe)),
+                        simd::lanewise(d, exact, d, hn::IfThenElse(ok, safe, x)));
+}
+/// guarded for two arguments: fast(a, b) on the lanes where ok holds, exact elsewhere.
+template <class D, class V, class Fast, class Exact>
+DYNEXPR_INLINE V guarded2(D d, V a, V b, hn::Mask<D> ok, Fast fast, Exact exact) {
+  if (HWY_LIKELY(hn::AllTrue(d, ok))) return fast(a, b);
+  const std::intptr_t first = hn::FindFirstTrue(d, ok);
+  if (first < 0) return simd::lanewise(d, exact, d, a, b);
+  alignas(64) hn::TFromD<D> la[simd::max_lanes_v<D>], lb[simd::max_lanes_v<D>];
+  hn::Store(a, d, la);
+  hn::Store(b, d, lb);
+  const V sa = hn::Set(d, la[first]), sb = hn::Set(d, lb[first]);
+  return hn::IfThenElse(ok, fast(hn::IfThenElse(ok, a, sa), hn::IfThenElse(ok, b, sb)),
+                        simd::lanewise(d, exact, d, hn::IfThenElse(ok, sa, a),
+                                       hn::IfThenElse(ok, sb, b)));
+}
+template <class D, class V>
+DYNEXPR_INLINE hn::Mask<D> within(D d, V x, double lo, double hi) {
+  using T = hn::TFromD<D>;
+  return hn::And(hn::Ge(x, hn::Set(d, static_cast<T>(lo))), hn::Le(x, hn::Set(d, static_cast<T>(hi))));
+}
+template <class D, class V>
+DYNEXPR_INLINE hn::Mask<D> above_within(D d, V x, double lo, double hi) {
+  using T = hn::TFromD<D>;
+  return hn::And(hn::Gt(x, hn::Set(d, static_cast<T>(lo))), hn::Le(x, hn::Set(d, static_cast<T>(hi))));
+}
+/// f(x) for odd functions with f(0) = 0: +-0 lanes return x itself, so the sign of zero
+/// survives as in libm and NumPy (Highway's polynomials give +0 for sin(-0), expm1(-0)).
+template <class D, class V>
+DYNEXPR_INLINE V keep_zero(D d, V x, V r) {
+  return hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, r);
+}
+template <class T>
+inline constexpr double max_finite = static_cast<double>(std::numeric_limits<T>::max());
+}  // namespace detail
+
+}  // namespace dynexpr::ops
