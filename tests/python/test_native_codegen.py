@@ -182,10 +182,10 @@ def test_every_op_capture_emits_has_a_dx_spelling():
     emit must be a named function of include/dynexpr/ops/operators.hpp."""
     import re
 
-    from dynexpr import cache
+    from dynexpr import toolchain
 
     np_ops = pytest.importorskip("dynexpr.capture.np_ops")
-    inc, _ = cache.source_dirs()
+    inc, _ = toolchain.source_dirs()
     text = (inc / "dynexpr" / "ops" / "operators.hpp").read_text()
     named = set(re.findall(r"DYNEXPR_NAMED\((\w+),", text))
     missing = [n for n in np_ops.OP_TABLE_OPS if n != "where" and n not in named]
