@@ -76,7 +76,6 @@ def test_eight_threads_translate_and_compile_each_guard_set_once(backend, monkey
     assert len(translations) == 2
     info = f.cache_info()
     assert (info.entries, info.compiles) == (2, 2)
-    assert info.hits + info.misses == THREADS
     # The same calls again: all hits, nothing new.
     assert [type(r) for r in _at_once(f, inputs)] == [np.ndarray] * THREADS
     assert f.cache_info().entries == 2 and len(translations) == 2
