@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from . import logs, ops
+from . import backends, logs, ops
 from .capture import dynamic as _dynamic
 from .capture import GraphBreakError
-from .captured import BACKENDS, MODES, CacheInfo, CapturedFunction, DynexprWarning, reset
+from .captured import MODES, CacheInfo, CapturedFunction, DynexprWarning, reset
 from .config import config
 from .explain import explain
 from .background import synchronize
@@ -45,7 +45,8 @@ def capture(
     """Capture a NumPy function: `capture(fn)`, `@capture` or `@capture(backend=...)`.
 
     backend    "cpu" (compiled C++ kernels), "eager" (the captured graph run op by op
-               with NumPy), or a callable(graph, example_inputs) -> f(*inputs) -> outputs
+               with NumPy), another name registered with dynexpr.backends.register, or
+               a callable(graph, example_inputs) -> f(*inputs) -> outputs
     mode       "default" (the parallel schedule from a heuristic) or "max-autotune" (each
                new kernel compiles at once and times a few schedules on the first call's
                inputs; the fastest is kept in the cache for later processes)
@@ -61,11 +62,8 @@ def capture(
             f"dynexpr.capture() got unknown option(s) {', '.join(sorted(unknown))}; "
             f"the options are {', '.join(_OPTIONS)}"
         )
-    if not (callable(backend) or backend in BACKENDS):
-        raise ValueError(
-            f"dynexpr.capture: unknown backend {backend!r}; use 'cpu', 'eager' or "
-            "a callable(graph, example_inputs) returning f(*inputs) -> outputs"
-        )
+    if not backends.known(backend):
+        raise ValueError(backends.unknown_message(backend))
     if mode not in MODES:
         raise ValueError(f"dynexpr.capture: unknown mode {mode!r}; modes: {', '.join(MODES)}")
     if dynamic not in (None, False, True):

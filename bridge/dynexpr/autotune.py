@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import cache, logs
+from .config import config
 
 stats = {"timed": 0, "loaded": 0}  # kernels tuned by timing, and choices read back
 
@@ -55,10 +56,7 @@ def tune(kernel: Any, unit_key: str, inputs: list, written: set[int], name: str)
         stats["loaded"] += 1
         return choice
     args = [a.copy() if i in written else a for i, a in enumerate(inputs)]
-    pool = os.cpu_count() or 1
-    from .config import config
-
-    pool = config.num_threads or pool
+    pool = config.num_threads or os.cpu_count() or 1
     cands = candidates(pool)
     times = {c: [] for c in cands}
     # The timing calls are dynexpr's, not the user's: their floating-point errors (an

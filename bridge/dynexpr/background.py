@@ -38,6 +38,9 @@ from collections.abc import Callable
 from typing import Any
 
 from . import logs
+from .config import config
+from .diagnostics import warn_once, warn_unavailable
+from .toolchain import BuildUnavailable
 
 _jobs: queue.Queue = queue.Queue()
 _lock = threading.Lock()
@@ -141,14 +144,14 @@ def _finish(job: Job, error: BaseException | None) -> None:
 class Tiered:
     """An entry's callable while its unit compiles in the background: NumPy (the eager
     graph) until the kernel is ready, then the kernel, which also replaces this object in
-    the entry (set by CapturedFunction._new_entry) so later calls skip it."""
+    the entry (set where the entry is made) so later calls skip it."""
 
     __slots__ = ("job", "fallback", "name", "entry")
     tiered = True
 
     def __init__(self, job: Job, fallback: Callable, name: str) -> None:
         self.job, self.fallback, self.name = job, fallback, name
-        self.entry: Any = None  # the captured.Entry holding this callable
+        self.entry: Any = None  # the entries.Entry holding this callable
 
     @property
     def ready(self) -> bool:
@@ -165,14 +168,8 @@ class Tiered:
             if self.entry is not None:
                 self.entry.compiled = job.result
             return job.result(*arrays)
-        from .captured import warn_once
-        from .config import config
-        from .toolchain import BuildUnavailable
-
         if isinstance(job.error, (BuildUnavailable, OSError)):
             # The NumPy tier from now on (Note [when building is not possible]).
-            from .captured import warn_unavailable
-
             warn_unavailable(job.error)
             if self.entry is not None:
                 self.entry.compiled = self.fallback

@@ -1,4 +1,4 @@
-"""dynexpr.cache — the on-disk compile cache of generated units.
+"""dynexpr.cache — the on-disk store of built artifacts, content-addressed, and its index.
 
 Layout under the cache directory ($DYNEXPR_CACHE_DIR or dynexpr.config.cache_dir,
 default ~/.cache/dynexpr; directories 0700, files 0600):
@@ -9,18 +9,20 @@ default ~/.cache/dynexpr; directories 0700, files 0600):
                                   link against (kernels/runtime.cpp)
     v1/units/<kk>/<key>/          unit.cpp, unit.so, meta.json, unit.sha256
     v1/index/<hash>.json          (function identity, guard-set key) -> unit keys
-    v1/locks/<key>.lock           fcntl locks: one compile of a key at a time
+    v1/locks/<key>.lock           fcntl locks: one build of a key at a time
     v1/failed/<key>.cpp           sources the compiler rejected (named in the error)
 
-A unit's key is the sha256 of everything that changes its binary: the generated source,
-the ABI version, the content of every header under include/ and kernels/, the compiler's
-identity and version, the flags, and the resolved target ISA. Units are published by
-compiling into a temporary directory and renaming it into place under the key's lock.
+This module is the store: where things are, verifying them, publishing a built artifact
+(into a temporary directory, renamed into place under the key's lock), finding it again,
+and the index. It knows nothing of compilers: what fills a unit's directory is the
+backend's toolchain driver (cxx.py for the cpu backend, which also owns pch/ and rt/),
+handed to get_or_build as a callable. A unit's key is the backend's (backends/base.py:
+the sha256 of the backend's name, the source and the toolchain's fingerprint).
 
 Note [verified artifacts]
 Everything that is loaded or fed to the compiler is checked against a sha256 recorded
 when it was published, before its first use in a process: a unit (one digest over
-unit.so and meta.json, so edited output extents are caught too), the runtime library
+its artifact and meta.json, so edited output extents are caught too), the runtime library
 and the precompiled prelude. One that does not verify is rebuilt, never loaded: a
 truncated shared object would kill the process with SIGBUS when mapped. The check is
 made once per process and artifact (memoised by inode, size and mtime), never per call.
@@ -39,30 +41,27 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import tempfile
-import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import toolchain as _tc
 from . import trust
-from .toolchain import (KERNEL_FILES, LAYOUT, PKG_DIR, BuildUnavailable, CompileError,  # noqa: F401
-                        Toolchain, source_dirs, system_includes)
-from .toolchain import abi_version as _abi_version  # noqa: F401
-from .toolchain import headers_hash as _headers_hash
+from .config import config
+from .toolchain import LAYOUT, CompileError  # noqa: F401  (CompileError: for callers)
 from .toolchain import sha as _sha
 
-CXXFLAGS = ("-std=c++20", "-O2", "-march=native", "-fPIC")
-LINKFLAGS = ("-shared", "-pthread")
 SUBDIRS = ("pch", "rt", "units", "index", "locks", "failed")
+ARTIFACT = "unit.so"  # the artifact kind of every unit today (Backend.artifact)
 
 log = logging.getLogger("dynexpr.cache")
-log_code = logging.getLogger("dynexpr.output_code")
 
-# Counters for tests, explain and cache_info (this process).
+# Counters for tests, explain and cache_info (this process); the toolchain drivers
+# count their builds here too.
 stats = {"compiles": 0, "hits": 0, "rebuilt": 0, "pch_builds": 0, "compile_seconds": 0.0}
+_on_reset: list[Callable[[], None]] = []  # what drivers forget with the cache (on_reset)
 
 
 # ----------------------------------------------------------------------------- paths
@@ -74,8 +73,6 @@ _fallback_dir: Path | None = None
 
 def configured_root() -> str:
     """dynexpr.config.cache_dir when set, else $DYNEXPR_CACHE_DIR, else ~/.cache/dynexpr."""
-    from .config import config
-
     return config.cache_dir
 
 
@@ -144,15 +141,20 @@ def _fallback(root: Path, why: str, way_out: str) -> Path:
 
 def reset() -> None:
     """Forget this process's view of the cache directory and toolchain (tests)."""
-    global _toolchain
     _dirs.clear()
     _warned.clear()
     _cleaned.clear()
     _verified.clear()
-    _toolchain = None
+    for forget in _on_reset:
+        forget()
 
 
-def _clean_stale(d: Path) -> None:
+def on_reset(forget: Callable[[], None]) -> None:
+    """Calls forget() on every reset(): a toolchain driver's memo of this cache's files."""
+    _on_reset.append(forget)
+
+
+def clean_stale(d: Path) -> None:
     """Removes temporaries that killed builders left (Note [stale temporaries]); once per
     process and cache, before its first build (never on the warm path)."""
     if d in _cleaned:
@@ -166,17 +168,6 @@ def _clean_stale(d: Path) -> None:
     if n:
         log.info("dynexpr cache: removed %d stale temporaries of killed builds", n)
 
-
-# ------------------------------------------------------------------------- toolchain
-_toolchain: Toolchain | None = None
-
-
-def toolchain() -> Toolchain:
-    global _toolchain
-    if _toolchain is None:
-        _toolchain = _tc.make(cache_dir() / "toolchain.json", CXXFLAGS + LINKFLAGS,
-                              _write_atomic)
-    return _toolchain
 
 
 # ------------------------------------------------------------------------ verifying
@@ -222,11 +213,10 @@ def verify_file(path: Path) -> bool:
     return ok
 
 
-def _record(built: Path, final: Path) -> None:
+def record(built: Path, final: Path) -> None:
     """Writes `<final>.sha256`, the digest of `built` (published as `final` next)."""
     trust.write_private(final.with_name(final.name + ".sha256"),
                         (file_sha256(built) + "\n").encode())
-
 
 # ------------------------------------------------------------------------ artifacts
 @dataclass
@@ -234,22 +224,28 @@ class Artifact:
     key: str
     dir: Path
     meta: dict
+    name: str = ARTIFACT  # the artifact file in dir (the backend's artifact kind)
 
     @property
-    def so(self) -> Path:
-        return self.dir / "unit.so"
+    def path(self) -> Path:
+        return self.dir / self.name
 
-
-def unit_key(source: str) -> str:
-    return _sha({"source": source, "toolchain": toolchain().fingerprint()})
+    @property
+    def so(self) -> Path:  # the cpu backend's name for it
+        return self.path
 
 
 def _unit_dir(key: str) -> Path:
     return cache_dir() / "units" / key[:2] / key
 
 
+def unit_dir(key: str) -> Path:
+    """Where the artifact `key` is published (a build's rpath is relative to it)."""
+    return _unit_dir(key)
+
+
 def unit_digest(so: bytes, meta: bytes) -> str:
-    """One sha256 over unit.so and meta.json (Note [verified artifacts])."""
+    """One sha256 over the artifact and meta.json (Note [verified artifacts])."""
     h = hashlib.sha256(b"dynexpr unit\0%d\0" % len(so))
     h.update(so)
     h.update(b"\0meta.json\0")
@@ -257,14 +253,14 @@ def unit_digest(so: bytes, meta: bytes) -> str:
     return h.hexdigest()
 
 
-def lookup(key: str) -> Artifact | None:
+def lookup(key: str, name: str = ARTIFACT) -> Artifact | None:
     """A published, verified artifact, or None (missing, damaged or not ours)."""
     d = _unit_dir(key)
     try:
         why = trust.check_owned(d)
         recorded = (d / "unit.sha256").read_text().strip()
         meta_bytes = (d / "meta.json").read_bytes()
-        data = (d / "unit.so").read_bytes()
+        data = (d / name).read_bytes()
     except (OSError, ValueError):
         return None
     if why is not None:
@@ -277,26 +273,31 @@ def lookup(key: str) -> Artifact | None:
         meta = json.loads(meta_bytes)
     except ValueError:
         return None
-    return Artifact(key, d, meta) if isinstance(meta, dict) else None
+    return Artifact(key, d, meta, name) if isinstance(meta, dict) else None
 
 
-def get_or_build(source: str, meta: dict) -> Artifact:
-    """The artifact for `source`, compiling it (once, across processes) on a miss."""
-    key = unit_key(source)
-    art = lookup(key)
+# make(tmp, final) builds the artifact file into the temporary directory tmp, which is
+# renamed to final (the unit's directory) once it is complete.
+Maker = Callable[[Path, Path], None]
+
+
+def get_or_build(key: str, meta: dict, make: Maker, name: str = ARTIFACT) -> Artifact:
+    """The artifact `key`, built by make() (once, across processes) on a miss."""
+    art = lookup(key, name)
     if art is not None:
         stats["hits"] += 1
         log.debug("dynexpr cache: hit %s", key[:16])
         return art
-    return rebuild(key, source, meta, only_if_missing=True)
+    return rebuild(key, meta, make, name, only_if_missing=True)
 
 
-def rebuild(key: str, source: str, meta: dict, *, only_if_missing: bool = False) -> Artifact:
-    """Compiles the unit `key` again (a published copy that failed to load is removed
+def rebuild(key: str, meta: dict, make: Maker, name: str = ARTIFACT, *,
+            only_if_missing: bool = False) -> Artifact:
+    """Builds the artifact `key` again (a published copy that failed to load is removed
     first); with only_if_missing, a copy another process published meanwhile is used."""
-    with _lock(key):
+    with lock(key):
         if only_if_missing:
-            art = lookup(key)  # another process may have published it meanwhile
+            art = lookup(key, name)  # another process may have published it meanwhile
             if art is not None:
                 stats["hits"] += 1
                 return art
@@ -304,12 +305,12 @@ def rebuild(key: str, source: str, meta: dict, *, only_if_missing: bool = False)
         if d.exists():
             stats["rebuilt"] += 1
             shutil.rmtree(d, ignore_errors=True)
-        return _build(key, source, meta)
+        return _publish(key, meta, make, name)
 
 
-def _build(key: str, source: str, meta: dict) -> Artifact:
+def _publish(key: str, meta: dict, make: Maker, name: str) -> Artifact:
     final = _unit_dir(key)
-    _clean_stale(cache_dir())
+    clean_stale(cache_dir())
     try:
         final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = Path(tempfile.mkdtemp(prefix=f".build-{os.getpid()}-", dir=final.parent))
@@ -317,28 +318,11 @@ def _build(key: str, source: str, meta: dict) -> Artifact:
         raise _tc.unavailable(e, f"cannot write into the cache directory {final.parent}") \
             from None
     try:
-        src = tmp / "unit.cpp"
-        trust.write_private(src, source.encode())
-        log_code.info("dynexpr: generated unit %s:\n%s", key[:16], source)
-        pch_dir = ensure_pch()
-        cmd = compile_command(src, tmp / "unit.so", pch_dir, ensure_runtime(), final)
-        t0 = time.perf_counter()
-        proc = _compiler(cmd)
-        stats["compile_seconds"] += time.perf_counter() - t0
-        if proc.returncode != 0:
-            kept = cache_dir() / "failed" / f"{key}.cpp"
-            with contextlib.suppress(OSError):
-                trust.write_private(kept, source.encode())
-            raise _tc.classify(cmd, proc.returncode, proc.stderr,
-                               "dynexpr internal error: the C++ compiler failed on the "
-                               f"generated file {kept}")
-        if "not used because" in proc.stderr or "invalid" in proc.stderr and ".gch" in proc.stderr:
-            log.warning("dynexpr cache: the precompiled prelude was not used: %s", proc.stderr)
-        stats["compiles"] += 1
-        os.chmod(tmp / "unit.so", 0o700)
+        make(tmp, final)
+        os.chmod(tmp / name, 0o700)
         meta_bytes = json.dumps(meta).encode()
         trust.write_private(tmp / "meta.json", meta_bytes)
-        digest = unit_digest((tmp / "unit.so").read_bytes(), meta_bytes)
+        digest = unit_digest((tmp / name).read_bytes(), meta_bytes)
         trust.write_private(tmp / "unit.sha256", (digest + "\n").encode())
         os.rename(tmp, final)
     except OSError as e:
@@ -348,171 +332,13 @@ def _build(key: str, source: str, meta: dict) -> Artifact:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log.info("dynexpr cache: compiled %s in %.2fs", key[:16], time.perf_counter() - t0)
-    return Artifact(key, final, meta)
+    return Artifact(key, final, meta, name)
 
 
 def discard(key: str) -> None:
     """Removes the published unit `key` (it verified but did not load)."""
-    with _lock(key):
+    with lock(key):
         shutil.rmtree(_unit_dir(key), ignore_errors=True)
-
-
-def _compiler(cmd: list[str]) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError as e:  # the compiler vanished, or no memory / processes to start it
-        raise _tc.unavailable(e, f"cannot start the compiler {cmd[0]}") from None
-
-
-def compile_command(src: Path, out: Path, pch_dir: Path | None,
-                    rt_dir: Path | None = None, unit_dir: Path | None = None) -> list[str]:
-    """The compiler command for one unit; linked against libdynexpr_rt.so in rt_dir, found
-    again at load time through the unit's rpath: relative to the unit ($ORIGIN) when
-    both lie in one cache directory, so the directory can be moved whole."""
-    tc = toolchain()
-    inc, kern = source_dirs()
-    cmd = [tc.cxx, *CXXFLAGS, "-Winvalid-pch"]
-    if pch_dir is not None:
-        cmd += ["-I", str(pch_dir)]
-    cmd += ["-I", str(inc), "-I", str(kern)]
-    for s in system_includes():
-        cmd += ["-isystem", s]
-    cmd += [*LINKFLAGS, str(src), "-o", str(out)]
-    if rt_dir is not None:
-        rpath = str(rt_dir)
-        if unit_dir is not None and rt_dir.parent.parent == unit_dir.parent.parent.parent:
-            rpath = "$ORIGIN/" + os.path.relpath(rt_dir, unit_dir)
-        cmd += [str(rt_dir / RUNTIME_LIB), f"-Wl,-rpath,{rpath}"]
-    return cmd
-
-
-# -------------------------------------------------------------- precompiled prelude
-PCH = "prelude.hpp.gch"
-
-
-def pch_key() -> str:
-    return _sha({"pch": toolchain().fingerprint(), "sys": system_includes()})
-
-
-def _prebuilt(name: str, key: str) -> Path | None:
-    """The package's `_pch` directory when it holds `name` for this key, verified."""
-    inst = PKG_DIR / "_pch"
-    with contextlib.suppress(OSError):
-        if (inst / "key.txt").read_text().strip() == key and verify_file(inst / name):
-            return inst
-    return None
-
-
-def ensure_pch() -> Path | None:
-    """The directory holding prelude.hpp and its verified .gch for this toolchain: the
-    one installed with the package if it matches, else the cache's (built now if missing
-    or damaged). None if precompiling is disabled (DYNEXPR_NO_PCH=1) or failed (then units
-    include the prelude as text: slower, still correct)."""
-    if os.environ.get("DYNEXPR_NO_PCH"):
-        return None
-    key = pch_key()
-    inst = _prebuilt(PCH, key)
-    if inst is not None:
-        return inst
-    d = cache_dir() / "pch" / key
-    if verify_file(d / PCH):
-        return d
-    with _lock("pch-" + key):
-        if verify_file(d / PCH):
-            return d
-        try:
-            build_pch(d)
-        except CompileError as e:
-            log.warning("%s", e)
-            return None
-        except OSError as e:
-            log.warning("dynexpr cache: cannot precompile the prelude in %s: %s", d, e)
-            return None
-    return d
-
-
-def build_pch(d: Path) -> None:
-    """Precompiles kernels/prelude.hpp into d: prelude.hpp, prelude.hpp.gch (published by
-    rename, its sha256 beside it) and key.txt."""
-    tc = toolchain()
-    inc, kern = source_dirs()
-    _clean_stale(cache_dir())
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    trust.write_private(d / "prelude.hpp", (kern / "prelude.hpp").read_bytes())
-    tmp = d / f"{PCH}.tmp{os.getpid()}"
-    cmd = [tc.cxx, *CXXFLAGS, "-I", str(inc), "-I", str(kern)]
-    for s in system_includes():
-        cmd += ["-isystem", s]
-    cmd += ["-pthread", "-x", "c++-header", str(d / "prelude.hpp"), "-o", str(tmp)]
-    t0 = time.perf_counter()
-    proc = _compiler(cmd)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise _tc.classify(cmd, proc.returncode, proc.stderr,
-                           "dynexpr internal error: precompiling kernels/prelude.hpp failed")
-    os.chmod(tmp, 0o600)
-    _record(tmp, d / PCH)
-    os.rename(tmp, d / PCH)
-    trust.write_private(d / "key.txt", (pch_key() + "\n").encode())
-    stats["pch_builds"] += 1
-    log.info("dynexpr cache: precompiled the prelude in %.1fs", time.perf_counter() - t0)
-
-
-# ------------------------------------------------------------------ runtime library
-RUNTIME_LIB = "libdynexpr_rt.so"
-
-
-def ensure_runtime() -> Path:
-    """The directory holding libdynexpr_rt.so (kernels/runtime.cpp: the thread pool and
-    argument checks every unit links against) for this toolchain and header set, verified:
-    the one installed with the package if it matches, else the cache's, built now if
-    missing or damaged."""
-    key = pch_key()
-    inst = _prebuilt(RUNTIME_LIB, key)
-    if inst is not None:
-        return inst
-    d = cache_dir() / "rt" / key
-    if verify_file(d / RUNTIME_LIB):
-        return d
-    with _lock("rt-" + key):
-        if not verify_file(d / RUNTIME_LIB):
-            if (d / RUNTIME_LIB).exists():
-                stats["rebuilt"] += 1
-            build_runtime(d)
-    return d
-
-
-def build_runtime(d: Path) -> None:
-    """Compiles kernels/runtime.cpp into d/libdynexpr_rt.so (published by rename, its
-    sha256 beside it)."""
-    tc = toolchain()
-    inc, kern = source_dirs()
-    _clean_stale(cache_dir())
-    try:
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError as e:
-        raise _tc.unavailable(e, f"cannot write into the cache directory {d}") from None
-    tmp = d / f"{RUNTIME_LIB}.tmp{os.getpid()}"
-    cmd = [tc.cxx, *CXXFLAGS, "-I", str(kern), "-I", str(inc)]
-    for s in system_includes():
-        cmd += ["-isystem", s]
-    cmd += [*LINKFLAGS, f"-Wl,-soname,{RUNTIME_LIB}", str(kern / "runtime.cpp"), "-o", str(tmp)]
-    t0 = time.perf_counter()
-    proc = _compiler(cmd)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise _tc.classify(cmd, proc.returncode, proc.stderr,
-                           "dynexpr internal error: building the runtime library "
-                           "(kernels/runtime.cpp) failed")
-    try:
-        os.chmod(tmp, 0o700)
-        _record(tmp, d / RUNTIME_LIB)
-        os.rename(tmp, d / RUNTIME_LIB)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise _tc.unavailable(e, f"cannot publish {RUNTIME_LIB} in {d}") from None
-    log.info("dynexpr cache: built %s in %.1fs", RUNTIME_LIB, time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------------- index
@@ -534,12 +360,11 @@ def index_put(fn_id: str, guard_key: str, value: dict) -> None:
     """Records `value` (JSON: e.g. {"units": [unit keys], ...}) for the pair, atomically."""
     rec = {"fn": fn_id, "guards": guard_key, "value": value}
     with contextlib.suppress(OSError):
-        _write_atomic(_index_file(fn_id, guard_key), json.dumps(rec).encode())
-
+        write_atomic(_index_file(fn_id, guard_key), json.dumps(rec).encode())
 
 # --------------------------------------------------------------------------- helpers
 @contextlib.contextmanager
-def _lock(name: str):
+def lock(name: str):
     path = cache_dir() / "locks" / f"{name}.lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -553,7 +378,7 @@ def _lock(name: str):
         os.close(fd)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{os.getpid()}-")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -565,16 +390,3 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-if __name__ == "__main__":
-    # meson (option python_pch) precompiles the prelude at build time to install it with
-    # the package: python -m dynexpr.cache --build-pch OUTDIR. Installed files are for
-    # every user of the package: readable by all, writable by the installer only.
-    import sys
-
-    if len(sys.argv) != 3 or sys.argv[1] != "--build-pch":
-        sys.exit("usage: python -m dynexpr.cache --build-pch OUTDIR")
-    out = Path(sys.argv[2])
-    build_pch(out)
-    build_runtime(out)
-    for f in out.iterdir():
-        os.chmod(f, 0o755 if f.suffix == ".so" else 0o644)

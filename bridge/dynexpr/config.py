@@ -93,10 +93,8 @@ class Config:
                                  "`del dynexpr.config.cache_dir` restores the default")
             value = os.path.abspath(os.path.expanduser(value))
         object.__setattr__(self, name, value)
-        if name == "num_threads":
-            from . import runtime  # resizes the pool now if kernels are loaded, else at load
-
-            runtime.set_num_threads(value)
+        for hook in _hooks.get(name, ()):
+            hook(value)
 
     @staticmethod
     def describe() -> str:
@@ -105,6 +103,16 @@ class Config:
     def __repr__(self) -> str:
         body = ", ".join(f"{n}={getattr(self, n)!r}" for n in _FIELDS)
         return f"dynexpr.config({body})"
+
+
+# name -> what to call with a new value: layers below the settings that act on one at
+# once register here (runtime.py resizes the kernels' pool on num_threads), so config
+# imports none of them; one not imported yet reads the setting when it starts.
+_hooks: dict[str, list] = {}
+
+
+def on_change(name: str, hook) -> None:
+    _hooks.setdefault(name, []).append(hook)
 
 
 config = Config()

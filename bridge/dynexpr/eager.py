@@ -5,7 +5,7 @@ backend is measured against: each op is computed by the NumPy function it names,
 each result is checked against the dtype and shape the graph claims, so a translator
 mistake fails loudly here instead of producing a quiet wrong number.
 
-Calling convention, shared with every backend (see runtime.compile_graph):
+Calling convention, shared with every backend (backends/base.py):
     f = compile_graph(graph)
     outputs = f(*inputs)   # inputs: the graph's input arrays in index order
 returns a tuple with one ndarray per graph output (0-d arrays for 0-d values), freshly

@@ -17,6 +17,8 @@ from . import ir
 from .capture import BreakReason, Unsupported, translate
 from .capture.calls import BindError, bind_call
 from .capture.concrete import not_resumable
+from .captured import CapturedFunction
+from .diagnostics import recompile_lines
 from .guards import Guard
 
 
@@ -112,13 +114,6 @@ class ExplainOutput:
         return "\n".join(lines)
 
 
-def recompile_lines(history: list) -> list[str]:
-    """One line per recompile: the guards of earlier entries that failed, with the values
-    seen (explain's report and the recompile-limit warning)."""
-    return [f"  entry {k}: " + ("; ".join(f"{g} (got {seen})" for g, seen in failed) or "?")
-            for k, failed in history]
-
-
 def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     """Translate fn(*args, **kwargs) and report; fn may be captured or a plain function
     (or a bound method of either)."""
@@ -154,13 +149,11 @@ def _explain_by_running(fn: Any, args: tuple, kwargs: dict, history: list) -> Ex
     """What follows a break depends on the value the break produces, so, as
     torch._dynamo.explain does, run the call once (op by op with NumPy) and report the
     graphs and breaks it went through."""
-    from .captured import CapturedFunction
-
-    cf = CapturedFunction(fn, "eager", "default", False, False, True)
-    trace = cf._segments.trace = []
+    trace: list = []
+    cf = CapturedFunction(fn, "eager", "default", False, False, True, trace=trace)
     try:
         cf(*args, **kwargs)
-        entry = cf._entries[0]
+        entry = cf.entries[0]
     finally:
         cf.cache_clear()
     if entry.translation is None:  # the whole call ran as plain Python

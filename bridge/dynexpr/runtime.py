@@ -1,4 +1,5 @@
-"""dynexpr.runtime — a Graph in, a callable out: schedule -> codegen -> cache -> native.
+"""dynexpr.runtime — a Graph in, a callable out: schedule -> codegen -> cache -> native
+(the steps of the cpu backend, backends/cpu.py; cxx.py compiles, cache.py stores).
 
     fn = compile_graph(graph)          # compiles on a cache miss (once across processes)
     outs = fn(*input_arrays)           # tuple of ndarrays, in graph.outputs order
@@ -27,7 +28,8 @@ import ctypes
 import logging
 from dataclasses import dataclass
 
-from . import cache, codegen, fperr, ir, manifest
+from . import cache, codegen, cxx, fperr, ir, manifest
+from .config import config, on_change
 from .schedule import Schedule, schedule
 
 CODES = manifest.CODES  # dtype name -> kernels/abi.h dx_dtype_code
@@ -71,14 +73,14 @@ def plan(graph: ir.Graph, *, fuse: bool = True) -> Plan:
     if not s.kernels:
         return Plan(s, conv, "", None)
     source = codegen.generate(s)
-    return Plan(s, conv, source, cache.unit_key(source))
+    return Plan(s, conv, source, cxx.unit_key(source))
 
 
 def cached(p: Plan) -> Compiled | None:
     """p's callable if the cache already holds its unit (or it needs none), else None."""
     if p.key is None:
         return finish(p)
-    art = cache.lookup(p.key)
+    art = cache.lookup(p.key, cxx.ARTIFACT)
     if art is None or art.meta != _as_json(p.conv):
         return None
     fn = _try_kernel(art, p.schedule)
@@ -92,17 +94,17 @@ def finish(p: Plan) -> Compiled:
     """p's callable, compiling its unit on a cache miss (once, across processes)."""
     if p.key is None:
         return Compiled(_identity(p.conv), None, "", p.schedule)
-    art = cache.get_or_build(p.source, p.conv)
+    art = cxx.get_or_build(p.source, p.conv)
     fn = _try_kernel(art, p.schedule) if art.meta == _as_json(p.conv) else None
     if fn is None:  # Note [loading a unit]: once more from scratch, then it must load
-        art = cache.rebuild(art.key, p.source, p.conv)
+        art = cxx.rebuild(art.key, p.source, p.conv)
         fn = _kernel(art, p.schedule)
     return Compiled(fn, art.key, p.source, p.schedule)
 
 
 def load(key: str):
     """The callable of a published unit, or None if the cache does not hold it (intact)."""
-    art = cache.lookup(key)
+    art = cache.lookup(key, cxx.ARTIFACT)
     return None if art is None else _try_kernel(art)
 
 
@@ -115,6 +117,9 @@ def set_num_threads(n: int) -> None:
         raise ValueError(f"dynexpr.config.num_threads: the thread pool refused {n} threads")
 
 
+on_change("num_threads", set_num_threads)  # now if kernels are loaded, else at load
+
+
 def kernel_threads() -> int | None:
     """The kernels' thread pool size, or None before any kernel is loaded."""
     lib = _rt["lib"]
@@ -124,12 +129,10 @@ def kernel_threads() -> int | None:
 def _runtime_lib():
     """The verified runtime library, loaded once per process (Note [loading a unit])."""
     if _rt["lib"] is None:
-        path = cache.ensure_runtime() / cache.RUNTIME_LIB
+        path = cxx.ensure_runtime() / cxx.RUNTIME_LIB
         lib = ctypes.CDLL(str(path))
         threads = _rt["threads"]
         if threads is None:
-            from .config import config
-
             threads = config.num_threads
         if threads:  # 0: the pool's own default ($DYNEXPR_NUM_THREADS, else one per core)
             lib.dynexpr_rt_set_num_threads(threads)
@@ -158,7 +161,7 @@ def _as_json(conv: dict):
 
 def warmup() -> None:
     """Builds the precompiled prelude now (it is otherwise built by the first compile)."""
-    cache.ensure_pch()
+    cxx.ensure_pch()
 
 
 def calling_convention(s: Schedule) -> dict:

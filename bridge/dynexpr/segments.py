@@ -10,6 +10,8 @@ rest of that call.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,12 +25,10 @@ from .capture.resume import build, translate_segment
 from .capture.translate import translate_dynamic
 from .capture.variables import UNBOUND
 from .config import config
-from .guards import GuardSet, changed_dims, resolve
-
-try:
-    from ._native import select as _select
-except ImportError:
-    _select = None
+from .diagnostics import warn_once
+from .entries import Entry, added, find, inputs_of, nothing, of_translation
+from .entries import run as run_entry
+from .guards import GuardSet, changed_dims
 
 _ARRAYS = (np.ndarray, np.generic)
 # Instructions that compute with their operands (an array among them is an array op run
@@ -39,24 +39,36 @@ _COMPUTING = {"CALL", "CALL_KW", "CALL_FUNCTION_EX", "BINARY_OP", "BINARY_SUBSCR
 
 
 class Segments:
-    """The resume points of one captured function."""
+    """The resume points of one captured function.
 
-    def __init__(self, owner) -> None:
-        self.owner = owner  # the CapturedFunction
-        self.points: dict[tuple, list] = {}
+    fn        the function
+    dynamic   its capture(dynamic=...) option
+    compile   compile(graph, example_inputs) -> the callable of a new entry (the
+              captured function's backend policy)
+    owner_id  the captured function's id (keys its warnings)
+    """
+
+    def __init__(self, fn: Callable, dynamic: Any, compile: Callable, owner_id: int) -> None:
+        self.fn, self.dynamic, self.compile, self.owner_id = fn, dynamic, compile, owner_id
+        # point -> (entries, native): snapshots (Note [entry lists are snapshots]),
+        # replaced under self.lock.
+        self.points: dict[tuple, tuple[list, list | None]] = {}
         self.dims: dict[tuple, set] = {}  # point -> (source, axis) seen with two extents
         self.entries = 0
+        # Note [one compile per guard set] (captured.py), for the entries of resume points.
+        self.lock = threading.RLock()
         self.trace: list | None = None  # explain: ("graph", tr) / ("break", reason) / ("python",)
 
     def clear(self) -> None:
-        self.points.clear()
-        self.dims.clear()
-        self.entries = 0
+        with self.lock:
+            self.points = {}
+            self.dims = {}
+            self.entries = 0
 
     def finish(self, entry, outs: tuple, state: Any) -> Any:
         """Run the rest of the call that `entry`'s kernel started: rebuild the frame at
         its break from the outputs, run the breaking instruction, go on."""
-        fn = self.owner._fn
+        fn = self.fn
         insts, index_of = instructions_of(fn.__code__)
         run = Run(fn, insts, index_of, [], {}, 0)
         self._restore(run, entry, outs, state)
@@ -82,12 +94,10 @@ class Segments:
                 continue
             if trace is not None:
                 trace.append(("graph", seg.translation))
-            fetch = seg.fetch
-            outs = (seg.compiled(*fetch(state)) if fetch is not None else
-                    seg.compiled(*[get(state, fn) for get in seg.input_getters]))
-            if r is None:
-                return build(seg.template, outs, state, fn)
-            self._restore(run, seg, outs, state)
+            result = run_entry(seg, state, fn, _stopped)
+            if type(result) is not _Stopped:
+                return result
+            self._restore(run, seg, result.outs, state)
 
     def _restore(self, run: Run, entry, outs: tuple, state: Any) -> None:
         r = entry.resume
@@ -105,41 +115,35 @@ class Segments:
         kinds = tuple(1 if v is NULL else 2 if v is UNBOUND else 0 for v in run.stack)
         state = tuple(run.locals[n] for n in names) + tuple(run.stack)
         key = (run.i, names, kinds)
-        entries = self.points.get(key)
-        if entries is None:
-            entries = self.points[key] = []
         fn = run.fn
-        if _select is not None and all(c is not None for c, _ in entries):
-            hit = _select(entries, state, fn)
+        point = self.points.get(key)
+        if point is not None:
+            hit = find(point[0], point[1], state, fn)
             if hit is not None:
                 return hit, state
-        else:
-            for _, e in entries:
-                if e.guards.holds(state, fn):
-                    return e, state
-        limit = config.recompile_limit
-        if len(entries) >= limit or self.entries >= 8 * limit:
-            from .captured import warn_once
-
-            where = (f"more than {limit} captures at one place" if len(entries) >= limit else
-                     f"more than {8 * limit} captures in all")
-            warn_once((id(self.owner), "resume"),
-                      f"dynexpr: {fn.__qualname__}: the code after a graph break needed {where} "
-                      "(a loop whose values the captured code depends on?); from there on, "
-                      "calls run it as plain Python. Raise dynexpr.config.recompile_limit, or "
-                      "move the break out of the loop")
-            return None, None
-        entry = self._new(fn, key, state, entries)
-        if entry is None:
-            return None, None
-        entries.append((entry.cguards, entry))
-        self.entries += 1
+        with self.lock:  # Note [one compile per guard set] (captured.py)
+            entries, native = self.points.get(key) or ([], [])
+            hit = find(entries, native, state, fn)
+            if hit is not None:
+                return hit, state
+            limit = config.recompile_limit
+            if len(entries) >= limit or self.entries >= 8 * limit:
+                where = (f"more than {limit} captures at one place" if len(entries) >= limit
+                         else f"more than {8 * limit} captures in all")
+                warn_once((self.owner_id, "resume"),
+                          f"dynexpr: {fn.__qualname__}: the code after a graph break needed "
+                          f"{where} (a loop whose values the captured code depends on?); from "
+                          "there on, calls run it as plain Python. Raise "
+                          "dynexpr.config.recompile_limit, or move the break out of the loop")
+                return None, None
+            entry = self._new(fn, key, state, entries)
+            if entry is None:
+                return None, None
+            self.points[key] = added(entries, native, entry)
+            self.entries += 1
         return entry, state
 
     def _new(self, fn, key: tuple, state: tuple, entries: list):
-        from .captured import Entry, _nothing, warn_once
-
-        owner = self.owner
         ip, names, kinds = key
         try:
             tr = self._translate_dynamic(fn, key, state, entries)
@@ -152,7 +156,8 @@ class Segments:
         except InternalError as e:
             if not config.suppress_errors:
                 raise
-            warn_once((id(owner), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
+            warn_once((self.owner_id, "internal"),
+                      f"{e}\n(suppress_errors: running as plain Python)")
             return None
         r = tr.resume
         if r is not None and logs.enabled("graph_breaks"):
@@ -161,35 +166,29 @@ class Segments:
             return Entry(GuardSet(tr.guards), reason=r.reason, resume=r)
         graph = tr.graph
         if graph.outputs or graph.mutations:
-            compiled = owner._compile(graph, [resolve(s, state, fn) for s in tr.input_sources])
-            owner._compiles += 1
+            compiled = self.compile(graph, inputs_of(tr.input_sources, state, fn))
         else:
-            compiled = _nothing
-        entry = Entry(GuardSet(tr.guards), compiled, tr.input_sources, tr.template, tr,
-                      r.reason if r is not None else None, r)
-        if getattr(compiled, "tiered", False):
-            compiled.entry = entry
-        return entry
+            compiled = nothing
+        return of_translation(tr, compiled)
 
     def _translate_dynamic(self, fn, key: tuple, state: tuple, entries: list):
         """The point's translation with dynamic dimensions, as the function's own
         entries get them: all with dynamic=True, those whose extent changed at this
         point with dynamic=None, those mark_dynamic names; None: translate static."""
-        owner = self.owner
-        if owner.dynamic is False:
+        dyn = self.dynamic
+        if dyn is False:
             return None
         changed = self.dims.setdefault(key, set())
-        if owner.dynamic is None:
-            changed.update((s, a) for s, a, _, _ in changed_dims([e for _, e in entries],
-                                                                 state, fn))
-        if not (owner.dynamic or changed or dynamic.any_marks()):
+        if dyn is None:
+            changed.update((s, a) for s, a, _, _ in changed_dims(entries, state, fn))
+        if not (dyn or changed or dynamic.any_marks()):
             return None
 
         def policy(source: tuple, axis: int, a: np.ndarray):
             marks = dynamic.marks(a)
             if marks is not None and axis in marks:
                 return marks[axis]
-            return (2, None) if owner.dynamic or (source, axis) in changed else None
+            return (2, None) if dyn or (source, axis) in changed else None
 
         ip, names, kinds = key
         try:
@@ -205,6 +204,20 @@ class Segments:
                 isinstance(v, _ARRAYS) or isinstance(getattr(v, "__self__", None), _ARRAYS)
                 for v in run.stack[-4:]):
             self.trace.append(("python",))
+
+
+class _Stopped:
+    """What run_entry hands back for a segment that stops at the next break: its
+    outputs, from which _restore rebuilds the frame (a private type, never a result)."""
+
+    __slots__ = ("outs",)
+
+    def __init__(self, outs: tuple) -> None:
+        self.outs = outs
+
+
+def _stopped(entry, outs: tuple, state: Any) -> _Stopped:
+    return _Stopped(outs)
 
 
 class _Passthrough:

@@ -24,7 +24,7 @@ class CompileError(RuntimeError):
 class BuildUnavailable(CompileError):
     """Nothing can be built here now (no compiler, disk full, cache not writable): not
     a fault of the generated code. Captured functions run with NumPy instead (Note
-    [when building is not possible] in captured.py)."""
+    [when building is not possible] in backends/policy.py)."""
 
 
 # Words of a compiler's or linker's message that mean the machine, not the code, failed.

@@ -4,12 +4,12 @@ conftest.py."""
 
 from pathlib import Path
 
-from dynexpr import cache
+from dynexpr import cache, cxx
 
 
 def link_pch(layout_dir: Path, pch_dir: Path) -> None:
     """Makes the cache whose layout directory is layout_dir use pch_dir's prelude."""
-    target = layout_dir / "pch" / cache.pch_key()
+    target = layout_dir / "pch" / cxx.pch_key()
     if not target.exists() and pch_dir.parent.name == "pch":
         target.parent.mkdir(parents=True, exist_ok=True)
         target.symlink_to(pch_dir, target_is_directory=True)

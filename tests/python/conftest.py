@@ -48,9 +48,9 @@ def backend(request):
 def shared_pch():
     """The session cache's precompiled prelude directory (built once); see
     cache_testing.py for tests that link it into caches of their own."""
-    from dynexpr import cache
+    from dynexpr import cache, cxx
 
     cache.reset()
-    d = cache.ensure_pch()
+    d = cxx.ensure_pch()
     assert d is not None
     return d

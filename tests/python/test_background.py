@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dynexpr
-from dynexpr import background, cache
+from dynexpr import background, cache, cxx
 
 from compare import assert_same
 
@@ -85,7 +85,7 @@ def test_calls_before_the_compile_finishes_are_numpy_exact(fresh_cache):
 def test_a_failed_background_compile_raises_with_the_compiler_message(fresh_cache,
                                                                       monkeypatch):
     dynexpr.config.background_compile = True
-    monkeypatch.setattr(cache, "CXXFLAGS", cache.CXXFLAGS + ("-fno-such-flag-dynexpr",))
+    monkeypatch.setattr(cxx, "CXXFLAGS", cxx.CXXFLAGS + ("-fno-such-flag-dynexpr",))
     chain = make_chain(1.75)
     f = dynexpr.capture(chain)
     x, y = inputs()

@@ -26,7 +26,7 @@ import pytest
 _native = pytest.importorskip("dynexpr._native", reason="the native extension is not built")
 
 import dynexpr
-from dynexpr import cache, trust
+from dynexpr import cache, cxx, trust
 
 from cache_testing import link_pch, use_cache
 from compare import assert_same
@@ -187,25 +187,25 @@ def test_trust_rule_on_directories(tmp_path):
 def test_package_prebuilt_dir_is_checked_too(tmp_path, fresh, monkeypatch):
     """The package's _pch directory (prelude and runtime library installed with it) is
     used only when trusted and verified."""
-    rt = cache.ensure_runtime() / cache.RUNTIME_LIB
+    rt = cxx.ensure_runtime() / cxx.RUNTIME_LIB
     pkg = tmp_path / "pkg"
     inst = pkg / "_pch"
     inst.mkdir(parents=True)
-    shutil.copyfile(rt, inst / cache.RUNTIME_LIB)
-    shutil.copyfile(str(rt) + ".sha256", str(inst / cache.RUNTIME_LIB) + ".sha256")
-    (inst / "key.txt").write_text(cache.pch_key() + "\n")
+    shutil.copyfile(rt, inst / cxx.RUNTIME_LIB)
+    shutil.copyfile(str(rt) + ".sha256", str(inst / cxx.RUNTIME_LIB) + ".sha256")
+    (inst / "key.txt").write_text(cxx.pch_key() + "\n")
     os.chmod(pkg, 0o755)
     os.chmod(inst, 0o755)
-    monkeypatch.setattr(cache, "PKG_DIR", pkg)
+    monkeypatch.setattr(cxx, "PKG_DIR", pkg)
     cache._verified.clear()
-    assert cache.ensure_runtime() == inst  # control: trusted and verified
+    assert cxx.ensure_runtime() == inst  # control: trusted and verified
     os.chown(inst, NOBODY, -1)
     cache._verified.clear()
-    assert cache.ensure_runtime() != inst
+    assert cxx.ensure_runtime() != inst
     os.chown(inst, 0, -1)
-    (inst / cache.RUNTIME_LIB).write_bytes(b"\x7fELF garbage")
+    (inst / cxx.RUNTIME_LIB).write_bytes(b"\x7fELF garbage")
     cache._verified.clear()
-    assert cache.ensure_runtime() != inst
+    assert cxx.ensure_runtime() != inst
 
 
 def test_created_files_are_private(fresh):
@@ -225,7 +225,7 @@ def test_created_files_are_private(fresh):
 def test_truncated_runtime_library_is_rebuilt_not_mapped(fresh):
     c = 3.5 + _NONCE
     assert compute(fresh, c)["same"]
-    (lib,) = (fresh / "v1" / "rt").glob(f"*/{cache.RUNTIME_LIB}")
+    (lib,) = (fresh / "v1" / "rt").glob(f"*/{cxx.RUNTIME_LIB}")
     with open(lib, "r+b") as fh:  # in place, as a full disk or a crash leaves it
         fh.truncate(4096)
     got = compute(fresh, c)  # used to die of SIGBUS
@@ -259,13 +259,13 @@ def test_edited_meta_json_is_caught_by_the_digest(fresh):
 
 def test_damaged_precompiled_prelude_is_rebuilt(fresh, monkeypatch, shared_pch):
     layout = cache.cache_dir()
-    own = layout / "pch" / cache.pch_key()
+    own = layout / "pch" / cxx.pch_key()
     own.unlink()  # this test's own copy, not the session's link
     own.mkdir()
     for name in ("prelude.hpp", "prelude.hpp.gch", "prelude.hpp.gch.sha256", "key.txt"):
         shutil.copyfile(shared_pch / name, own / name)
     cache._verified.clear()
-    assert cache.ensure_pch() == own  # control: a good copy is used as it is
+    assert cxx.ensure_pch() == own  # control: a good copy is used as it is
     builds = []
 
     def build(d):  # the real build takes a minute: copy the session's instead
@@ -273,11 +273,11 @@ def test_damaged_precompiled_prelude_is_rebuilt(fresh, monkeypatch, shared_pch):
         for name in ("prelude.hpp.gch", "prelude.hpp.gch.sha256"):
             shutil.copyfile(shared_pch / name, d / name)
 
-    monkeypatch.setattr(cache, "build_pch", build)
+    monkeypatch.setattr(cxx, "build_pch", build)
     for damage in (b"", b"garbage" * 1000):
         (own / "prelude.hpp.gch").write_bytes(damage)
         cache._verified.clear()
-        assert cache.ensure_pch() == own
+        assert cxx.ensure_pch() == own
         assert cache.verify_file(own / "prelude.hpp.gch")
     assert builds == [own, own]
 
@@ -287,7 +287,7 @@ def test_garbage_toolchain_and_index_json_are_ignored(fresh, garbage):
     memo = cache.cache_dir() / "toolchain.json"
     memo.write_text(garbage)
     cache.reset()
-    tc = cache.toolchain()
+    tc = cxx.toolchain()
     assert tc.version and tc.isa
     assert isinstance(json.loads(memo.read_text()), dict)  # rewritten
     cache.index_put("mod.fn", "guards", {"units": ["k"]})

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("dynexpr._native", reason="the native extension is not built "
                     "(pip install -e . --no-build-isolation -Cbuild-dir=build-py)")
 
-from dynexpr import cache, runtime
+from dynexpr import cache, cxx, runtime, toolchain
 from cache_testing import link_pch, use_cache
 from native_graphs import GraphBuilder
 
@@ -178,7 +178,7 @@ def test_unusable_cache_dir_falls_back_with_one_warning(tmp_path, monkeypatch, s
 
 def test_compiler_failure_names_the_file_and_the_message(fresh_cache):
     with pytest.raises(cache.CompileError) as info:
-        cache.get_or_build("int broken( {\n", {})
+        cxx.get_or_build("int broken( {\n", {})
     msg = str(info.value)
     assert "internal error" in msg and "error" in msg
     path = next(w for w in msg.split() if w.endswith(".cpp"))
@@ -186,11 +186,11 @@ def test_compiler_failure_names_the_file_and_the_message(fresh_cache):
 
 
 def test_precompiled_prelude_is_used(fresh_cache, tmp_path):
-    pch = cache.ensure_pch()
+    pch = cxx.ensure_pch()
     assert pch is not None and (pch / "prelude.hpp.gch").is_file()
     src = tmp_path / "probe.cpp"
     src.write_text('#include "prelude.hpp"\nint probe() { return 1; }\n')
-    cmd = cache.compile_command(src, tmp_path / "probe.so", pch) + ["-H"]
+    cmd = cxx.compile_command(src, tmp_path / "probe.so", pch) + ["-H"]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert p.returncode == 0, p.stderr
     # gcc -H marks a precompiled header it used with "!"; -Winvalid-pch says why not.
@@ -222,12 +222,12 @@ def test_a_checkout_and_an_installed_copy_share_keys(tmp_path):
     precompiled at install time) serves both."""
     import shutil
 
-    inc, kern = cache.source_dirs()
+    inc, kern = toolchain.source_dirs()
     fake = tmp_path / "_include"
     shutil.copytree(inc / "dynexpr", fake / "dynexpr")
     (fake / "kernels").mkdir()
-    for name in cache.KERNEL_FILES:
+    for name in toolchain.KERNEL_FILES:
         shutil.copyfile(kern / name, fake / "kernels" / name)
-    assert cache._headers_hash(inc, kern) == cache._headers_hash(fake, fake / "kernels")
+    assert toolchain.headers_hash(inc, kern) == toolchain.headers_hash(fake, fake / "kernels")
     (fake / "dynexpr" / "extra.hpp").write_text("// changed\n")
-    assert cache._headers_hash(inc, kern) != cache._headers_hash(fake, fake / "kernels")
+    assert toolchain.headers_hash(inc, kern) != toolchain.headers_hash(fake, fake / "kernels")

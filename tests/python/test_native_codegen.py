@@ -183,10 +183,10 @@ def test_every_op_capture_emits_has_a_dx_spelling():
     (include/dynexpr/ops/op_table.hpp, expanded by ops/operators.hpp)."""
     import re
 
-    from dynexpr import cache
+    from dynexpr import toolchain
 
     np_ops = pytest.importorskip("dynexpr.capture.np_ops")
-    inc, _ = cache.source_dirs()
+    inc, _ = toolchain.source_dirs()
     text = (inc / "dynexpr" / "ops" / "op_table.hpp").read_text()
     listed = text[text.index("#define DYNEXPR_NAMED_OPS(X)"):]
     listed = listed[: listed.index("#define DYNEXPR_BINARY_OPERATORS")]

@@ -378,7 +378,7 @@ def test_a_comparison_guard_keeps_loops_from_recompiling():
     entries = f._segments.entries
     assert_same(loop(_f64() * 1.5, 40), f(_f64() * 1.5, 40))
     assert f._segments.entries <= entries + 2
-    assert any(g.kind == "CMP" for pts in f._segments.points.values() for _, e in pts
+    assert any(g.kind == "CMP" for entries, _ in f._segments.points.values() for e in entries
                for g in e.guards)
 
 
