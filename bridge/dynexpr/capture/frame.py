@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .builder import Context
-from .errors import InternalError, Unsupported, graph_break
+from .errors import InternalError, ShapeQuestion, Unsupported, graph_break
 from .variables import UNBOUND, CellVar, Var
 
 # Note [generator and coroutine functions run as plain Python]: calling one runs none
@@ -121,7 +121,8 @@ class Frame:
             if pausable:
                 p = ctx.pause
                 p.steps += 1
-                before = (self.ip, list(self.stack), dict(self.locals), p.effects())
+                before = (self.ip, list(self.stack), dict(self.locals),
+                          ctx.session.effects())
                 guarded = self.ip in p.protected
                 p.entered |= guarded
             self.ip += 1
@@ -139,6 +140,8 @@ class Frame:
                     graph_break(f"the bytecode {inst.opname} is not supported")
                 handler(self, inst)
             except Unsupported as e:
+                if isinstance(e, ShapeQuestion):
+                    e = ctx.session.specialized(e)
                 if pausable:
                     e.at(self.code.co_filename, self._line(), self.code.co_qualname)
                     ctx.pause.paused(e, self, before)
@@ -213,8 +216,3 @@ class Frame:
         if c is None:
             graph_break(f"closure variable {name!r} is not available")
         return c
-
-    def truth(self, v: Var) -> bool:
-        from .operators import truth
-
-        return truth(self, v)
