@@ -1,5 +1,5 @@
 """Segments of a function that breaks (Note [resuming after a graph break] in
-concrete.py): a translation that stops before the instruction it cannot capture, and
+interp.py): a translation that stops before the instruction it cannot capture, and
 the template that rebuilds the frame's real locals and stack from the compiled outputs.
 
 State template nodes, beyond output.py's ("const", "src", "view", "out", "tuple"):

@@ -8,8 +8,9 @@ module). The handlers reach it from what they already get: `tx.ctx.session` from
 frame, `x.b.session` from an ArrayVar (its GraphBuilder). Nothing on the translation
 path writes module-level state, so two translations (two threads, or a translation
 started while another is paused) never see each other's sentinels or counters. What
-the modules of capture/ keep at module level is constant tables, filled at import
-(and caches of the instructions and exception tables of code objects).
+the modules of capture/ keep at module level is constant tables, filled at import, and
+memo.Memo caches of pure functions of a code object (tests/python/test_architecture.py
+checks both).
 """
 
 from __future__ import annotations
