@@ -385,6 +385,7 @@ def test_eight_functions_translated_on_eight_threads_at_once():
     failures = []
     try:
         for r in range(rounds):
+            dynexpr.reset()  # under config.accumulated_recompile_limit: every round translates
             captured = [dynexpr.capture(fn, backend="eager", fullgraph=fn is _t_cond)
                         for fn in THREAD_FUNCTIONS]
             barrier = threading.Barrier(len(captured))

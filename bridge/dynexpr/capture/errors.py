@@ -56,7 +56,7 @@ class Unsupported(Exception):
 class ShapeQuestion(Unsupported):
     """NumPy refused stand-ins (infer.ask). With dynamic dimensions in play the error may
     be about a sentinel rather than the user's shapes: the frame loop then asks the
-    translation's session to specialize them (Session.specialize_all, with `why`)
+    translation's session to specialize them (Session.specialized, with `why`)
     before this break is believed."""
 
     def __init__(self, reason: str, why: str) -> None:
