@@ -31,7 +31,7 @@ SUPPORTED = {np.dtype(n) for n in ir.DTYPES}
 # translating at once would restore each other's lists (and could leave "ignore" in
 # place for good). Python < 3.14 has no thread-safe form, so the translations take turns
 # here; NumPy's errstate is per thread already.
-_WARNINGS = threading.Lock()
+_WARNINGS = threading.RLock()  # re-entrant: NumPy may call back into Python
 _VOID = np.dtype([])  # itemsize 0: a stand-in of any shape costs no memory
 
 
