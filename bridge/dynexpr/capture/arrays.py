@@ -28,9 +28,6 @@ from .graph import GraphBuilder
 from .variables import Var
 
 
-WRITES = [0]  # writes into arrays so far (dynexpr.cond checks its branches make none)
-
-
 @dataclass(frozen=True)
 class ViewStep:
     op: str  # one of ir.VIEWS
@@ -149,7 +146,7 @@ class ArrayVar(Var):
     def write(self, index: tuple | None, value: ir.Value) -> None:
         """Write `value` into self[index] (index None: the whole array). `value` must
         already have the region's shape and this array's dtype."""
-        WRITES[0] += 1
+        self.b.session.writes += 1
         st = self.storage
         if self.is_scalar:
             raise AssertionError("NumPy scalars are immutable; callers rebind instead")

@@ -14,9 +14,11 @@ import types
 
 import numpy as np
 
+from . import np_views
 from .arrays import ArrayVar
+from .calls import call
 from .errors import graph_break
-from . import dynamic
+from .np_table import ARRAY_METHODS, DATA_METHODS
 from .variables import (
     BoundMethodVar,
     DictVar,
@@ -74,13 +76,10 @@ def _real_getattr(value, name: str):
 
 
 def _array_attr(tx, x: ArrayVar, name: str) -> Var:
-    from . import np_views
-    from .np_table import ARRAY_METHODS, DATA_METHODS
-
     fact = _ARRAY_FACTS.get(name)
     if fact is not None:
         if name in ("shape", "size", "nbytes"):
-            dynamic.check_static(x.shape, f"x.{name} read by Python")
+            tx.ctx.session.check_static(x.shape, f"x.{name} read by Python")
         return PyVar(fact(x))
     if name == "T":
         return np_views.transpose(tx.ctx, x)
@@ -111,8 +110,6 @@ def _object_attr(tx, obj: ObjectVar, name: str) -> Var:
     if isinstance(static, property):
         if static.fget is None:
             graph_break(f"property {name!r} of {t.__qualname__} has no getter")
-        from .calls import call
-
         fget = ctx.wrap(static.fget, ("attr", type_src, "fget"))
         return call(tx, fget, [obj], {})
     instance_dict = getattr(value, "__dict__", None)

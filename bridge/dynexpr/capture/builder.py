@@ -31,6 +31,7 @@ from .arrays import ArrayVar, Storage
 from .errors import Budget, graph_break
 from .graph import GraphBuilder
 from .infer import SUPPORTED
+from .session import Session
 from .variables import (
     BoundMethodVar,
     DictVar,
@@ -88,13 +89,15 @@ def is_constant(value: Any) -> bool:
 
 
 class Context:
-    """What all frames of one translation share: the graph, the guards, the arrays."""
+    """What all frames of one translation share: the graph, the guards, the arrays, and
+    the session (Note [one session per translation] in session.py)."""
 
     def __init__(self, fn: Any, dyn: Any = None) -> None:
         self.fn = fn
-        self.dyn = dyn  # dynamic.DynState, or None: every extent static
+        # dyn: dynamic.DynState, or None: every extent static
+        self.session = Session(dyn)
         self.budget = Budget()
-        self.graph = GraphBuilder(self.budget)
+        self.graph = GraphBuilder(self.budget, self.session)
         self._guards: dict[Guard, None] = {}
         self._wrapped: dict[tuple, Var] = {}
         self._arrays: list[tuple[np.ndarray, tuple, ArrayVar]] = []
@@ -188,7 +191,8 @@ class Context:
             )
         # With dynamic dimensions, sentinels stand for their extents (Note [dynamic
         # dimensions by sentinels]); translate_dynamic turns this guard into DYN_SHAPE.
-        shape = a.shape if self.dyn is None else self.dyn.shape_for(source, a)
+        dyn = self.session.dyn
+        shape = a.shape if dyn is None else dyn.shape_for(source, a)
         self.guard("SHAPE", source, shape)
         self.guard("STRIDES_CLASS", source, strides_class(a))
         overlapping = []

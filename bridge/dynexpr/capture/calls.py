@@ -1,12 +1,15 @@
 """Calls: NumPy functions and array methods go to np_table; builtins to pybuiltins;
 plain Python functions and methods of user objects are inlined (their bytecode runs
-in a new symbolic frame sharing the graph and the guards); anything else breaks."""
+in a new symbolic frame sharing the graph and the guards); anything else breaks. The
+handler modules are found through registry.py (Note [handlers are registered])."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
 
+from . import registry
+from .arrays import ArrayVar
 from .errors import graph_break
 from .frame import LazyArg
 from .variables import (
@@ -24,23 +27,22 @@ from .variables import (
 
 
 def call(tx, fn: Var, args: list, kwargs: dict) -> Var:
-    from . import np_table, pybuiltins
-
     if isinstance(fn, (FunctionVar, NestedFunctionVar)):
         return inline(tx, fn, args, kwargs)
     if isinstance(fn, BoundMethodVar):
         if isinstance(fn.func, str):
-            return np_table.call_method(tx, fn.self_var, fn.func, args, kwargs)
+            slot = "array_method" if isinstance(fn.self_var, ArrayVar) else "container_method"
+            return registry.handler(slot)(tx, fn.self_var, fn.func, args, kwargs)
         return call(tx, fn.func, [fn.self_var] + list(args), kwargs)
     if isinstance(fn, PyVar):
         value = fn.value
-        handler = np_table.function_handler(value)
+        handler = registry.handler("numpy_function")(value)
         if handler is not None:
             return handler(tx, args, kwargs)
-        handler = pybuiltins.handler(value)
+        handler = registry.handler("builtin_function")(value)
         if handler is not None:
             return handler(tx, args, kwargs)
-        return pybuiltins.call_known(tx, value, args, kwargs)
+        return registry.handler("known_call")(tx, value, args, kwargs)
     if isinstance(fn, ObjectVar):
         r = call_method_of_object(tx, fn, "__call__", args, kwargs)
         if r is not None:
@@ -62,13 +64,8 @@ def call_method_of_object(
 # --- inlining ----------------------------------------------------------------------------
 
 
-INLINED = [0]  # frames inlined so far (a break inside one may have changed shared state)
-
-
 def inline(tx, fn: Var, args: list, kwargs: dict) -> Var:
-    from .translate import frame_class
-
-    INLINED[0] += 1
+    tx.ctx.session.inlined += 1
 
     if tx.depth + 1 > tx.ctx.budget.inline_depth:
         graph_break(f"calls nest deeper than {tx.ctx.budget.inline_depth} (recursion?)")
@@ -77,9 +74,7 @@ def inline(tx, fn: Var, args: list, kwargs: dict) -> Var:
         if getattr(f, "__dynexpr_disable__", False):
             graph_break(f"{f.__qualname__} is marked dynexpr.disable")
         if getattr(f, "__dynexpr_cond__", False):
-            from .control import cond
-
-            return cond(tx, args, kwargs)
+            return registry.handler("cond")(tx, args, kwargs)
         code = f.__code__
         defaults = [
             tx.ctx.wrap(d, ("item", ("attr", fn.source, "__defaults__"), i))
@@ -108,7 +103,8 @@ def inline(tx, fn: Var, args: list, kwargs: dict) -> Var:
     active, budget, graph = ctx.inlining, ctx.budget, ctx.graph
     recursive = code in active or code is ctx.fn.__code__
     work = graph.requests
-    frame = frame_class()(ctx, code, locals_, cells, frame_globals, globals_src, tx.depth + 1)
+    # The inlined frame runs the same opcode table as its caller (versions.Translator).
+    frame = type(tx)(ctx, code, locals_, cells, frame_globals, globals_src, tx.depth + 1)
     active[code] = active.get(code, 0) + 1
     try:
         result = frame.run()
@@ -125,6 +121,15 @@ def inline(tx, fn: Var, args: list, kwargs: dict) -> Var:
     if frame.yields is not None:
         return IteratorVar(frame.yields, generator=code.co_qualname)
     return result
+
+
+def real_cells(ctx, fn: Any) -> dict:
+    """The captured function's closure cells, each read (and guarded) on first use."""
+    code = fn.__code__
+    return {
+        name: _real_cell(ctx, cell, ("closure", name), name)
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ())
+    }
 
 
 def _real_cell(ctx, cell, source: tuple, name: str) -> CellVar:

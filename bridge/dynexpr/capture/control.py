@@ -12,17 +12,17 @@ call is a graph break with the reason.
 
 from __future__ import annotations
 
-from . import np_ops
-from .arrays import WRITES, ArrayVar
+from . import np_ops, registry
+from .arrays import ArrayVar
+from .calls import call
 from .errors import graph_break
 from .variables import DictVar, ListVar, PyVar, TupleVar, Var
 
 _PARAMS = ("pred", "true_fn", "false_fn", "operands")
 
 
+@registry.register("cond")
 def cond(tx, args: list, kwargs: dict) -> Var:
-    from .calls import call
-
     if len(args) > 4 or set(kwargs) - set(_PARAMS[len(args):]):
         graph_break("dynexpr.cond(pred, true_fn, false_fn, operands): unexpected arguments")
     bound = dict(zip(_PARAMS, args), **kwargs)
@@ -41,10 +41,11 @@ def cond(tx, args: list, kwargs: dict) -> Var:
             "dynexpr.cond: pred must be a Python bool or a 0-d array (a reduction such as "
             f"x.sum() > 0), got a {pred.describe()}"
         )
-    before = WRITES[0]
+    session = tx.ctx.session
+    before = session.writes
     t = call(tx, bound["true_fn"], items, {})
     f = call(tx, bound["false_fn"], items, {})
-    if WRITES[0] != before:
+    if session.writes != before:
         graph_break("dynexpr.cond: a branch writes into an array; both branches run in the "
                     "graph, so they must only return values")
     return _select(tx.ctx, pred, t, f, "result")

@@ -36,9 +36,6 @@ import numpy as np
 
 from .errors import Unsupported
 
-# The translation in progress (set by translate(); one at a time, on one thread).
-ACTIVE: DynState | None = None
-
 _BASES = (1_048_573, 1_310_719)  # sentinels of the first and the checking translation
 _STEP = 1_009
 MAX_EXTENT = (1 << 62) // 8  # a stand-in's elements must fit NumPy's intp
@@ -100,31 +97,12 @@ class DynState:
         return {s: f"s{k}" for k, s in enumerate(sorted(self.members))}
 
 
-def check_static(values: Any, why: str) -> None:
-    """Raise SpecializeDims if any int in `values` (an int or nested tuples) is a sentinel
-    of the translation in progress: Python or a static-only op needs the real value."""
-    st = ACTIVE
-    if st is None or not st.members:
-        return
-    found = {v for v in _ints(values) if v in st.members}
-    if found:
-        raise SpecializeDims(found, why)
-
-
-def specialize_all(why: str) -> None:
-    """Raise SpecializeDims for every dynamic dimension of the translation in progress
-    (NumPy reported a shape error while sentinels were in play)."""
-    st = ACTIVE
-    if st is not None and st.members:
-        raise SpecializeDims(st.sentinels, why)
-
-
-def _ints(values: Any):
+def ints(values: Any):
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         yield int(values)
     elif isinstance(values, (tuple, list)):
         for v in values:
-            yield from _ints(v)
+            yield from ints(v)
 
 
 # --- marks on arrays (mark_dynamic / mark_static) ------------------------------------

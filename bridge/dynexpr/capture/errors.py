@@ -53,6 +53,17 @@ class Unsupported(Exception):
         return BreakReason(self.reason, file, line, source, tuple(self.stack))
 
 
+class ShapeQuestion(Unsupported):
+    """NumPy refused stand-ins (infer.ask). With dynamic dimensions in play the error may
+    be about a sentinel rather than the user's shapes: the frame loop then asks the
+    translation's session to specialize them (Session.specialized, with `why`)
+    before this break is believed."""
+
+    def __init__(self, reason: str, why: str) -> None:
+        super().__init__(reason)
+        self.why = why
+
+
 class GraphBreakError(RuntimeError):
     """capture(fullgraph=True) met code it cannot capture."""
 

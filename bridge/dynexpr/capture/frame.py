@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .builder import Context
-from .errors import InternalError, Unsupported, graph_break
+from .errors import InternalError, ShapeQuestion, Unsupported, graph_break
+from .memo import Memo
 from .variables import UNBOUND, CellVar, Var
 
 # Note [generator and coroutine functions run as plain Python]: calling one runs none
@@ -33,18 +34,15 @@ _WHAT = {  # flag: (what the function is, what calling it returns)
     inspect.CO_GENERATOR: ("a generator function", "a generator"),
 }
 _NOT_INLINED = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
-_instructions_cache: dict[Any, tuple[list, dict]] = {}
 
 
-def instructions_of(code) -> tuple[list, dict]:
-    hit = _instructions_cache.get(code)
-    if hit is None:
-        insts = list(dis.get_instructions(code))
-        hit = (insts, {inst.offset: i for i, inst in enumerate(insts)})
-        if len(_instructions_cache) > 512:
-            _instructions_cache.clear()
-        _instructions_cache[code] = hit
-    return hit
+def _instructions(code) -> tuple[list, dict]:
+    insts = list(dis.get_instructions(code))
+    return insts, {inst.offset: i for i, inst in enumerate(insts)}
+
+
+# (instructions, index by offset) of a code object; callers must not change them.
+instructions_of = Memo(_instructions)
 
 
 def _lazy_function(code, depth: int) -> None:
@@ -112,7 +110,7 @@ class Frame:
         ctx = self.ctx
         budget = ctx.budget
         table = self.OPCODES
-        # Note [resuming after a graph break] (concrete.py): the top frame of a resumable
+        # Note [resuming after a graph break] (interp.py): the top frame of a resumable
         # translation keeps the state before each instruction, so a break can end the
         # segment there instead of abandoning the whole call.
         pausable = ctx.pause is not None and self.depth == 0
@@ -121,7 +119,8 @@ class Frame:
             if pausable:
                 p = ctx.pause
                 p.steps += 1
-                before = (self.ip, list(self.stack), dict(self.locals), p.effects())
+                before = (self.ip, list(self.stack), dict(self.locals),
+                          ctx.session.effects())
                 guarded = self.ip in p.protected
                 p.entered |= guarded
             self.ip += 1
@@ -139,6 +138,8 @@ class Frame:
                     graph_break(f"the bytecode {inst.opname} is not supported")
                 handler(self, inst)
             except Unsupported as e:
+                if isinstance(e, ShapeQuestion):
+                    e = ctx.session.specialized(e)
                 if pausable:
                     e.at(self.code.co_filename, self._line(), self.code.co_qualname)
                     ctx.pause.paused(e, self, before)
@@ -213,8 +214,3 @@ class Frame:
         if c is None:
             graph_break(f"closure variable {name!r} is not available")
         return c
-
-    def truth(self, v: Var) -> bool:
-        from .operators import truth
-
-        return truth(self, v)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import ir
 from .errors import Budget, graph_break
+from .session import Session
 
 # dynexpr::max_rank (include/dynexpr/core/config.hpp; a test checks they agree).
 MAX_RANK = 8
@@ -22,8 +25,9 @@ def _key_of_attrs(attrs: tuple) -> str:
 
 
 class GraphBuilder:
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, session: Session) -> None:
         self.graph = ir.Graph()
+        self.session = session  # the translation's (ArrayVar.b.session reaches it)
         self.input_sources: list[tuple] = []
         self._memo: dict[tuple, ir.Value] = {}
         self._budget = budget
@@ -69,8 +73,6 @@ class GraphBuilder:
         if v.dtype == dtype:
             return v
         if v.op == "const":  # fold: a constant is cast once here, as NumPy's loop would
-            import numpy as np
-
             folded = np.array(v.attr("value"), dtype=v.dtype).astype(dtype).item()
             return self.const(folded, dtype, v.attr("weak"))
         return self.node("astype", (v,), dtype, v.shape, dtype=dtype)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import attrs, calls, operators
 from .errors import graph_break
 from .frame import Frame, LazyArg
+from .np_table import QuietErrors, errstate_exit
 from .variables import (
     NULL,
     UNBOUND,
@@ -21,6 +22,10 @@ from .variables import (
 
 
 class CommonHandlers(Frame):
+    def truth(self, v) -> bool:
+        """bool(v) as a branch needs it (operators.truth)."""
+        return operators.truth(self, v)
+
     # -- no-ops ---------------------------------------------------------------------
     def NOP(self, inst) -> None:
         pass
@@ -266,8 +271,6 @@ class CommonHandlers(Frame):
         graph_break("the function raises an exception here")
 
     def BEFORE_WITH(self, inst) -> None:
-        from .np_table import QuietErrors, errstate_exit
-
         manager = self.pop()
         if self.ctx.pause is not None and self.ctx.pause.strict and self.depth == 0:
             graph_break("a with block whose body runs as plain Python enters its manager there")

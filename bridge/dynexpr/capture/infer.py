@@ -13,38 +13,39 @@ itself, with its own message, at the user's line.
 from __future__ import annotations
 
 import operator
+import threading
 import warnings
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from . import dynamic
 from .. import ir
 from .arrays import ArrayVar
-from .errors import graph_break
+from .errors import ShapeQuestion, graph_break
 from .variables import PyVar, ScalarInputVar, Var
 
 SUPPORTED = {np.dtype(n) for n in ir.DTYPES}
+# warnings.catch_warnings saves and restores the process-wide filter list: two threads
+# translating at once would restore each other's lists (and could leave "ignore" in
+# place for good). Python < 3.14 has no thread-safe form, so the translations take turns
+# here; NumPy's errstate is per thread already.
+_WARNINGS = threading.RLock()  # re-entrant: NumPy may call back into Python
 _VOID = np.dtype([])  # itemsize 0: a stand-in of any shape costs no memory
-
-
-def numpy_raises(e: BaseException) -> NoReturn:
-    graph_break(f"NumPy raises {type(e).__name__}: {e}")
 
 
 def ask(fn: Callable, *args: Any, **kw: Any) -> Any:
     """Call NumPy on stand-ins; its errors become graph breaks."""
     try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
+        with _WARNINGS, np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return fn(*args, **kw)
     except Exception as e:  # noqa: BLE001 - NumPy's own error is the message we want
         # With a dynamic extent in play the error may be about the sentinel (a dynamic
-        # extent meeting a static one): translate again static before believing it.
-        dynamic.specialize_all(f"NumPy: {e}")
-        numpy_raises(e)
+        # extent meeting a static one): the frame loop translates again static before
+        # believing it (errors.ShapeQuestion).
+        raise ShapeQuestion(f"NumPy raises {type(e).__name__}: {e}", f"NumPy: {e}") from None
 
 
 def example(v: Var) -> Any:

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from .. import ir, manifest
-from . import dynamic
 from .arrays import ArrayVar, fresh
 from .builder import Context
 from .errors import graph_break
@@ -265,7 +264,7 @@ def reduce(
 def _int_mean(ctx: Context, x: ArrayVar, axis: Any, keepdims: bool, out_dtype: str) -> Var:
     """np.mean(x, dtype=<int>) as NumPy computes it: the sum in that dtype, a true
     division by the count, and an unsafe cast back (np.mean(x, dtype=np.int64) of 5.5 is 5)."""
-    dynamic.check_static(x.shape, f"np.mean(dtype={out_dtype})")
+    ctx.session.check_static(x.shape, f"np.mean(dtype={out_dtype})")
     axes = normalize_axes(axis, x.ndim)
     count = int(np.prod([x.shape[a] for a in (range(x.ndim) if axes is None else axes)]))
     total = reduce(ctx, "sum", x, axis, keepdims, out_dtype)

@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import manifest, ops
-from . import dynamic
-from . import np_ops, np_views
+from . import np_ops, np_views, registry
 from .arrays import ArrayVar
 from .errors import graph_break
 from .np_args import NOVALUE, REQUIRED, bind, const_arg, entry
@@ -296,7 +295,7 @@ def _facts(fact: Callable) -> Callable:
         x = args[0] if args else kwargs.get("a")
         if isinstance(x, ArrayVar):
             if fact is not np.ndim:
-                dynamic.check_static(x.shape, f"np.{fact.__name__}() read by Python")
+                tx.ctx.session.check_static(x.shape, f"np.{fact.__name__}() read by Python")
             return PyVar(fact(np.empty(x.shape, np.dtype([]))))
         return np_ops.fold(fact, const_of(x, "an argument"))
 
@@ -478,6 +477,7 @@ DATA_METHODS = (
 )
 
 
+@registry.register("numpy_function")
 def function_handler(value: Any) -> Callable | None:
     try:
         h = FUNCTIONS.get(value)
@@ -488,16 +488,13 @@ def function_handler(value: Any) -> Callable | None:
     return h
 
 
-def call_method(tx, self_var: Var, name: str, args: list, kwargs: dict) -> Var:
-    if isinstance(self_var, ArrayVar):
-        if name in DATA_METHODS:
-            graph_break(
-                f"ndarray.{name}() hands the array's data to Python; dynexpr cannot capture it"
-            )
-        handler = ARRAY_METHODS.get(name)
-        if handler is None:
-            graph_break(f"ndarray.{name} is not supported by dynexpr")
-        return handler(tx, self_var, list(args), dict(kwargs))
-    from .pybuiltins import container_method
-
-    return container_method(tx, self_var, name, args, kwargs)
+@registry.register("array_method")
+def call_method(tx, self_var: ArrayVar, name: str, args: list, kwargs: dict) -> Var:
+    if name in DATA_METHODS:
+        graph_break(
+            f"ndarray.{name}() hands the array's data to Python; dynexpr cannot capture it"
+        )
+    handler = ARRAY_METHODS.get(name)
+    if handler is None:
+        graph_break(f"ndarray.{name} is not supported by dynexpr")
+    return handler(tx, self_var, list(args), dict(kwargs))

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from . import dynamic
 from .arrays import ArrayVar, apply_step, fresh
 from .builder import Context
 from .errors import graph_break
@@ -44,7 +43,7 @@ def _need_array(x: Var, what: str) -> ArrayVar:
 
 def reshape(ctx: Context, x: Var, newshape: Any) -> Var:
     x = _need_array(x, "reshape")
-    dynamic.check_static(x.shape, "reshape")
+    ctx.session.check_static(x.shape, "reshape")
     shape = tuple(ask(lambda: stand_in(x.shape).reshape(newshape)).shape)
     if shape == x.shape:
         return make_view(ctx, x, "reshape", shape, shape=shape)
@@ -70,7 +69,7 @@ def ravel(ctx: Context, x: Var) -> Var:
     contiguous = c_contiguous(x)
     if contiguous or x.is_scalar:
         return reshape(ctx, x, -1)
-    dynamic.check_static(x.shape, "ravel")
+    ctx.session.check_static(x.shape, "ravel")
     shape = (int(np.prod(x.shape)),)
     out = fresh(ctx.graph, ctx.graph.node("reshape", (x.value,), x.dtype, shape, shape=shape))
     if contiguous is None:  # layout unknown: a view or a copy, as in reshape above
@@ -152,12 +151,12 @@ def broadcast_to(ctx: Context, x: Var, shape: Any) -> Var:
         out.storage.writeable = False
         return out
     x = _need_array(x, "broadcast_to")
-    dynamic.check_static(x.shape, "broadcast_to a given shape")
+    ctx.session.check_static(x.shape, "broadcast_to a given shape")
     r = ask(np.broadcast_to, stand_in(x.shape), shape)
     return make_view(ctx, x, "broadcast_to", tuple(r.shape), shape=tuple(r.shape))
 
 
-def _dynamic_index(shape: tuple, index: tuple) -> tuple:
+def _dynamic_index(ctx: Context, shape: tuple, index: tuple) -> tuple:
     """index with full slices of dynamic extents written ("slice", 0, None, 1); any
     other item on a dynamic extent needs its value (Note [dynamic dimensions by
     sentinels])."""
@@ -171,7 +170,7 @@ def _dynamic_index(shape: tuple, index: tuple) -> tuple:
         if item[0] == "slice" and item[1] == 0 and item[3] == 1 and item[2] in (d, None):
             out.append(("slice", 0, None, 1) if item[2] is not None else item)
             continue
-        dynamic.check_static(d, "indexing along it")
+        ctx.session.check_static(d, "indexing along it")
         out.append(item)
     return tuple(out)
 
@@ -180,7 +179,7 @@ def getitem(ctx: Context, x: ArrayVar, key: Any) -> Var:
     if x.is_scalar:
         graph_break("indexing a NumPy scalar is not supported")
     shape, kind = index_result(x.shape, key)
-    index = _dynamic_index(x.shape, normalize_index(x.shape, key))
+    index = _dynamic_index(ctx, x.shape, normalize_index(x.shape, key))
     if kind == "scalar":  # x[i, j] on all dims: NumPy returns a copy, a scalar
         node = ctx.graph.node("getitem", (x.value,), x.dtype, shape, index=index)
         return fresh(ctx.graph, node, "scalar")
@@ -193,7 +192,7 @@ def setitem(ctx: Context, x: ArrayVar, key: Any, value: Var) -> None:
     if x.is_scalar:
         graph_break("NumPy scalars do not support item assignment (TypeError)")
     region, _ = index_result(x.shape, key)
-    index = _dynamic_index(x.shape, normalize_index(x.shape, key))
+    index = _dynamic_index(ctx, x.shape, normalize_index(x.shape, key))
     if isinstance(value, ArrayVar):
         if _is_region_itself(x, index, value):
             return  # `x[i] += y` stores the view back into itself: nothing to do

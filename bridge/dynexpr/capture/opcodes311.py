@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .handlers import CommonHandlers
+from .operators import make_tuple, unary
 
 
 class Frame311(CommonHandlers):
@@ -16,13 +17,9 @@ class Frame311(CommonHandlers):
         self.LOAD_METHOD_OR_ATTR(inst, method=False)
 
     def UNARY_POSITIVE(self, inst) -> None:
-        from .operators import unary
-
         self.push(unary(self, "+", self.pop()))
 
     def LIST_TO_TUPLE(self, inst) -> None:
-        from .operators import make_tuple
-
         self.push(make_tuple(self.pop().items))
 
     def POP_JUMP_FORWARD_IF_FALSE(self, inst) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .errors import graph_break
 from .handlers import CommonHandlers
+from .operators import getitem, index_part, make_tuple, setitem, unary
 from .variables import UNBOUND, PyVar
 
 _INTRINSICS = {"INTRINSIC_UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE"}
@@ -25,8 +26,6 @@ class Frame312(CommonHandlers):
         self.result = PyVar(inst.argval)
 
     def CALL_INTRINSIC_1(self, inst) -> None:
-        from .operators import make_tuple, unary
-
         if inst.argrepr not in _INTRINSICS:
             graph_break(f"{inst.argrepr} is not supported")
         v = self.pop()
@@ -36,15 +35,11 @@ class Frame312(CommonHandlers):
             self.push(make_tuple(v.items))
 
     def BINARY_SLICE(self, inst) -> None:
-        from .operators import getitem, index_part
-
         stop, start = self.pop(), self.pop()
         container = self.pop()
         self.push(getitem(self, container, PyVar(slice(index_part(start), index_part(stop)))))
 
     def STORE_SLICE(self, inst) -> None:
-        from .operators import index_part, setitem
-
         stop, start = self.pop(), self.pop()
         container, value = self.pop(), self.pop()
         setitem(self, container, PyVar(slice(index_part(start), index_part(stop))), value)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from .errors import graph_break
 from .opcodes312 import NAMES as NAMES_312
 from .opcodes312 import Frame312
-from .operators import compare, dict_items, unpack
+from .attrs import load_attr
+from .operators import compare, const_of, dict_items, unpack
 from .variables import NULL, NestedFunctionVar, PyVar
 
 _FUNCTION_ATTRIBUTES = {0x01: "defaults", 0x02: "kwdefaults", 0x04: "annotations", 0x08: "closure"}
@@ -23,8 +24,6 @@ class Frame313(Frame312):
             self.push(NULL)
 
     def LOAD_ATTR(self, inst) -> None:
-        from .attrs import load_attr
-
         self.push(load_attr(self, self.pop(), inst.argval))
         if inst.arg & 1:  # [method, self] or [attribute, NULL]; we always give the latter
             self.push(NULL)
@@ -89,18 +88,12 @@ class Frame313(Frame312):
         self.push(self.load_local(load))
 
     def CONVERT_VALUE(self, inst) -> None:
-        from .operators import const_of
-
         self.push(PyVar(inst.argval(const_of(self.pop(), "a value formatted into a string"))))
 
     def FORMAT_SIMPLE(self, inst) -> None:
-        from .operators import const_of
-
         self.push(PyVar(format(const_of(self.pop(), "a value formatted into a string"))))
 
     def FORMAT_WITH_SPEC(self, inst) -> None:
-        from .operators import const_of
-
         spec = const_of(self.pop(), "a format spec")
         self.push(PyVar(format(const_of(self.pop(), "a value formatted into a string"), spec)))
 

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from .. import manifest
-from . import dynamic
 from . import np_ops, np_views
 from .arrays import ArrayVar
+from .calls import call_method_of_object
 from .errors import graph_break
 from .infer import ask
 from .variables import (
@@ -214,8 +214,6 @@ def _sequence_binary(tx, op: str, lhs: Var, rhs: Var, inplace: bool) -> Var:
 
 
 def _dunder(tx, op: str, lhs: Var, rhs: Var) -> Var:
-    from .calls import call_method_of_object
-
     name = _DUNDER.get(op)
     if isinstance(lhs, ObjectVar) and name:
         r = call_method_of_object(tx, lhs, f"__{name}__", [rhs])
@@ -268,8 +266,6 @@ def unary(tx, sym: str, v: Var) -> Var:
             return np_ops.positive(tx.ctx, v)
         return np_ops.ufunc(tx.ctx, np.negative if sym == "-" else np.invert, [v])
     if isinstance(v, ObjectVar):
-        from .calls import call_method_of_object
-
         name = {"-": "__neg__", "+": "__pos__", "~": "__invert__"}[sym]
         r = call_method_of_object(tx, v, name, [])
         if r is not None:
@@ -348,8 +344,6 @@ def getitem(tx, container: Var, key: Var) -> Var:
             graph_break(f"KeyError: {k!r}")
         return container.items[k]
     if isinstance(container, ObjectVar):
-        from .calls import call_method_of_object
-
         r = call_method_of_object(tx, container, "__getitem__", [key])
         if r is not None:
             return r
@@ -406,7 +400,7 @@ def iterate(tx, v: Var) -> IteratorVar:
     if isinstance(v, ArrayVar):
         if v.ndim == 0:
             graph_break("iteration over a 0-d array (NumPy raises TypeError)")
-        dynamic.check_static(v.shape[0], "a loop over the rows of an array")
+        tx.ctx.session.check_static(v.shape[0], "a loop over the rows of an array")
         if v.shape[0] > tx.ctx.budget.loop_iterations:
             graph_break(f"a loop over the {v.shape[0]} rows of an array is too long to unroll")
         return IteratorVar([np_views.getitem(tx.ctx, v, i) for i in range(v.shape[0])])

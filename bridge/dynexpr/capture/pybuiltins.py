@@ -16,11 +16,21 @@ from typing import Any
 
 import numpy as np
 
-from . import dynamic
-from . import np_ops
+from . import np_ops, registry
+from .attrs import load_attr
+from .calls import call, call_method_of_object
 from .arrays import ArrayVar
 from .errors import graph_break
-from .operators import as_items, binary, const_of, iterate, make_tuple, unpack
+from .operators import (
+    as_items,
+    binary,
+    const_of,
+    dict_items,
+    iterate,
+    make_tuple,
+    mutable_list,
+    unpack,
+)
 from .variables import (
     DictVar,
     FunctionVar,
@@ -112,13 +122,11 @@ def _len(tx, args, kwargs):
     if isinstance(v, ArrayVar):
         if v.ndim == 0:
             graph_break("len() of a 0-d array or NumPy scalar (TypeError)")
-        dynamic.check_static(v.shape[0], "len() of an array")
+        tx.ctx.session.check_static(v.shape[0], "len() of an array")
         return PyVar(v.shape[0])
     if isinstance(v, (TupleVar, ListVar, DictVar)):
         return PyVar(len(v.items))
     if isinstance(v, ObjectVar):
-        from .calls import call_method_of_object
-
         r = call_method_of_object(tx, v, "__len__", [])
         if r is not None:
             return r
@@ -239,8 +247,6 @@ def _next(tx, args, kwargs):
 
 
 def _getattr(tx, args, kwargs):
-    from .attrs import load_attr
-
     if len(args) != 2:
         graph_break("getattr() with a default is not supported")
     return load_attr(tx, args[0], const_of(args[1], "an attribute name"))
@@ -257,8 +263,6 @@ def _dict(tx, args, kwargs):
 
 
 def _map(tx, args, kwargs):
-    from .calls import call
-
     fn, seqs = args[0], [unpack(tx, a) for a in args[1:]]
     n = min((len(s) for s in seqs), default=0)
     return IteratorVar([call(tx, fn, [s[i] for s in seqs], {}) for i in range(n)])
@@ -295,6 +299,7 @@ _HANDLERS: dict[Any, Callable] = {
 }
 
 
+@registry.register("builtin_function")
 def handler(value: Any) -> Callable | None:
     try:
         return _HANDLERS.get(value)
@@ -323,6 +328,7 @@ def _is_pure(fn: Any) -> bool:
     return isinstance(fn, types.MethodWrapperType) and isinstance(fn.__self__, _IMMUTABLE)
 
 
+@registry.register("known_call")
 def call_known(tx, fn: Any, args: list, kwargs: dict) -> Var:
     """A call of a known object that no table handles."""
     if _is_pure(fn):
@@ -344,6 +350,7 @@ _LIST_READ = {"index", "count", "copy"}
 _DICT_READ = {"get", "keys", "values", "items", "copy"}
 
 
+@registry.register("container_method")
 def container_method(tx, obj: Var, name: str, args: list, kwargs: dict) -> Var:
     if isinstance(obj, PyVar):
         if name in _LIST_READ | _DICT_READ:
@@ -360,8 +367,6 @@ def container_method(tx, obj: Var, name: str, args: list, kwargs: dict) -> Var:
 
 
 def _list_method(tx, obj, name, args, kwargs):
-    from .operators import mutable_list
-
     items = obj.items
     if name == "copy" and isinstance(obj, ListVar):
         return ListVar(items)
@@ -402,8 +407,6 @@ def _dict_method(tx, obj, name, args, kwargs):
     if name == "copy":
         return DictVar(items)
     if obj.source is None and name == "update":
-        from .operators import dict_items
-
         items.update(dict_items(tx, args[0]) if args else {})
         items.update(kwargs)
         return PyVar(None)

@@ -1,5 +1,5 @@
 """Segments of a function that breaks (Note [resuming after a graph break] in
-concrete.py): a translation that stops before the instruction it cannot capture, and
+interp.py): a translation that stops before the instruction it cannot capture, and
 the template that rebuilds the frame's real locals and stack from the compiled outputs.
 
 State template nodes, beyond output.py's ("const", "src", "view", "out", "tuple"):
@@ -26,15 +26,16 @@ import numpy as np
 
 from .. import eager, ir
 from ..guards import resolve
-from . import arrays, calls
 from .arrays import ArrayVar
 from .builder import Context
+from .calls import real_cells
 from .concrete import NULL as REAL_NULL
 from .concrete import kw_names_before, protected
 from .errors import BreakReason, InternalError, Unsupported, graph_break
 from .frame import LazyArg
 from .np_table import QuietErrors
 from .output import Translation, _Outputs, _rebuild, finalize
+from .versions import translator
 from .variables import (
     NULL,
     UNBOUND,
@@ -80,13 +81,10 @@ class Pause:
         self.strict = strict
         self.entered = False
 
-    @staticmethod
-    def effects() -> tuple:
-        return (arrays.WRITES[0], calls.INLINED[0])
-
     def paused(self, e: Unsupported, frame, before: tuple) -> None:
         ip, stack, locals_, effects = before
-        e.pause = (ip, stack, locals_, self.steps, effects != self.effects(), frame)
+        dirty = effects != frame.ctx.session.effects()
+        e.pause = (ip, stack, locals_, self.steps, dirty, frame)
         raise e
 
 
@@ -125,14 +123,12 @@ def translate_segment(fn: Any, ip: int, names: tuple, kinds: tuple, state: tuple
     """Translate fn's code from instruction index ip, with the real frame `state`: the
     locals `names` then the stack (kinds: 0 a value, 1 NULL, 2 a cleared local). `dyn`:
     see translate.translate_dynamic."""
-    from .translate import frame_class, real_cells
-
     code = fn.__code__
 
     def make(ctx: Context):
         ctx.scalar_inputs = True
         locals_ = {n: LazyArg(state[i], ("arg", i)) for i, n in enumerate(names)}
-        frame = frame_class()(ctx, code, locals_, real_cells(ctx, fn), fn.__globals__, None)
+        frame = translator()(ctx, code, locals_, real_cells(ctx, fn), fn.__globals__, None)
         base = len(names)
         frame.stack = [NULL if k == 1 else UNBOUND if k == 2 else
                        ctx.wrap(state[base + j], ("arg", base + j)) for j, k in enumerate(kinds)]

@@ -1,36 +1,23 @@
 """Entry point of the translator: one call of the captured function, symbolically.
 
-The opcode table is chosen once, here, from the running CPython's version; nothing
-else in the translator looks at the version.
+The opcode table is chosen once, in versions.py, from the running CPython's version;
+nothing else in the translator looks at the version. This module imports the handler
+modules that register themselves for calls.call (Note [handlers are registered]).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any
 
-from . import dynamic
+# control, np_table and pybuiltins register their handlers when imported (registry.py).
+from . import control, dynamic, np_table, pybuiltins  # noqa: F401
+from ..guards import Guard
 from .builder import Context
-from .calls import _real_cell, top_level_locals
-from .errors import graph_break
+from .calls import real_cells, top_level_locals
 from .output import Translation
-
-_TABLES = {(3, 11): "opcodes311", (3, 12): "opcodes312", (3, 13): "opcodes313"}
-_frame_class = None
-
-
-def frame_class():
-    global _frame_class  # the one table for this interpreter, looked up once
-    if _frame_class is None:
-        module = _TABLES.get(sys.version_info[:2])
-        if module is None:
-            graph_break(
-                f"dynexpr's capture supports CPython 3.11 to 3.13, not "
-                f"{sys.version_info[0]}.{sys.version_info[1]}"
-            )
-        _frame_class = importlib.import_module(f".{module}", __package__).Translator
-    return _frame_class
+from .resume import run_top
+from .versions import translator
 
 
 def translate(fn: Any, bound: list, dyn: Any = None, resumable: bool = False) -> Translation:
@@ -38,11 +25,10 @@ def translate(fn: Any, bound: list, dyn: Any = None, resumable: bool = False) ->
     errors.Unsupported at the first graph break, or with `resumable` returns the part
     before it (Translation.resume, Note [resuming after a graph break]). `dyn`: see
     translate_dynamic."""
-    from .resume import run_top
 
     def make(ctx: Context):
         code = fn.__code__
-        return frame_class()(ctx, code, top_level_locals(fn, bound), real_cells(ctx, fn),
+        return translator()(ctx, code, top_level_locals(fn, bound), real_cells(ctx, fn),
                              fn.__globals__, None)
 
     return run_top(fn, make, dyn, resumable)
@@ -54,14 +40,6 @@ def stack_depth() -> int:
     while f is not None:
         f, n = f.f_back, n + 1
     return n
-
-
-def real_cells(ctx: Context, fn: Any) -> dict:
-    code = fn.__code__
-    return {
-        name: _real_cell(ctx, cell, ("closure", name), name)
-        for name, cell in zip(code.co_freevars, fn.__closure__ or ())
-    }
 
 
 def translate_dynamic(fn: Any, bound: list, policy, run=None) -> tuple[Translation | None, set]:
@@ -85,7 +63,7 @@ def translate_dynamic(fn: Any, bound: list, policy, run=None) -> tuple[Translati
         try:
             for k in (0, 1):
                 st = dynamic.DynState(narrowed, k)
-                runs.append((_translate_with(run, st), st))
+                runs.append((run(st), st))
         except dynamic.SpecializeDims as e:
             for s in e.sentinels:
                 specialized.update(st.members.get(s, ()))
@@ -97,15 +75,6 @@ def translate_dynamic(fn: Any, bound: list, policy, run=None) -> tuple[Translati
             return None, set()  # something depends on the extents' values
         return _symbolic(a, sa), {m for ms in sa.members.values() for m in ms}
     return None, set()
-
-
-def _translate_with(run, st) -> Translation:
-    saved = dynamic.ACTIVE
-    dynamic.ACTIVE = st
-    try:
-        return run(st)
-    finally:
-        dynamic.ACTIVE = saved
 
 
 def _generalize(tr: Translation, st) -> tuple:
@@ -138,14 +107,12 @@ def _symbolic(tr: Translation, st) -> Translation | None:
     names = st.symbol_of()
     r = tr.resume
     live = tr.template if r is None else (r.locals_t, r.stack_t)
-    if any(x in names for x in dynamic._ints(live)):
+    if any(x in names for x in dynamic.ints(live)):
         return None  # a returned (or live) view's steps hold an extent
     for v in tr.graph.values:
-        if any(isinstance(x, int) and x in names for x in dynamic._ints(v.attrs)):
+        if any(isinstance(x, int) and x in names for x in dynamic.ints(v.attrs)):
             return None  # an op attribute holds an extent: no symbolic form for it
         v.shape = tuple(names.get(d, d) if isinstance(d, int) else d for d in v.shape)
-    from ..guards import Guard
-
     guards = []
     for g in tr.guards:
         if g.kind == "SHAPE" and any(d in names for d in g.expected):
