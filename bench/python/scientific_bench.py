@@ -6,7 +6,7 @@ the baseline issue 13 is measured against.
         [--cache-dir DIR] [--json PATH]
 
 Each function runs in a subprocess of its own with a time limit (--timeout, default 600 s,
-120 s with --quick), so one whose loops unroll into a unit that compiles for minutes is a
+60 s with --quick), so one whose loops unroll into a unit that compiles for minutes is a
 "compile > N s" row instead of a hung bench. In it: plain NumPy once (the reference and
 its time), dynexpr.capture's first call (translate + compile + run: `first`), the result
 checked against NumPy (values, dtype, shape, mutated arguments; a mismatch is a WRONG row
@@ -29,6 +29,7 @@ import copy
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -105,15 +106,21 @@ def _numba(fn, fresh):
 
 
 def _child(name: str, quick: bool, timeout: float, env: dict) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--one", name] + (["--quick"] if quick else [])
+    cmd = [sys.executable, os.path.abspath(__file__), "--one", name]
+    cmd += ["--quick"] if quick else []
+    # A session of its own: on timeout the compiler the child started is killed with it.
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return {"name": name, "timeout_s": timeout}
-    for line in reversed(p.stdout.splitlines()):
+    for line in reversed(out.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
-    return {"name": name, "error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}
+    return {"name": name, "error": (err.strip().splitlines() or ["?"])[-1][:200]}
 
 
 def _fmt_s(x) -> str:
@@ -163,7 +170,7 @@ def main() -> int:
     from sci_registry import all_cases
 
     names = a.cases.split(",") if a.cases else [c.name for c in all_cases()]
-    timeout = a.timeout or (120.0 if a.quick else 600.0)
+    timeout = a.timeout or (60.0 if a.quick else 600.0)
     env = dict(os.environ, DYNEXPR_CACHE_DIR=a.cache_dir or tempfile.mkdtemp(prefix="dx-sci-"))
     env.setdefault("DYNEXPR_BACKGROUND_COMPILE", "0")
     subprocess.run([sys.executable, "-c", "from dynexpr import cache; cache.ensure_pch()"],
