@@ -142,6 +142,20 @@ class _Unit:
             return self.const(v, weak_ok)
         if v.id in self.names:
             return self.names[v.id]
+        # Note [no recursion on graph depth] (ir.py): a fused chain as long as an unrolled
+        # loop would recurse ref -> pointwise -> ref once per link; declare the lazy
+        # values below v first, deepest first (the order the recursion would emit them).
+        for u in ir.walk([a for a in v.args if self._declares(a)], self._declares):
+            if u.id not in self.names:
+                self.ref(u)
+        return self._declare(v)
+
+    def _declares(self, v: ir.Value) -> bool:
+        """Whether ref(v) would emit a declaration of v (a lazy or view value not yet named)."""
+        return (v.id not in self.names and v.op not in ("input", "const")
+                and not isinstance(self.storage(v), Buffer))
+
+    def _declare(self, v: ir.Value) -> str:
         name = f"v{v.id}"
         if v.op == "full":
             self.emit(f"static constexpr {CTYPE[v.dtype]} c{v.id} = "

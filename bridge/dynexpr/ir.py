@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from . import manifest
 
@@ -175,19 +175,29 @@ def topo_users(graph: Graph) -> dict[int, list[Value]]:
     return users
 
 
-def walk(values: Iterable[Value]) -> list[Value]:
-    """All values reachable from `values`, in topological order."""
-    seen: dict[int, Value] = {}
+def walk(values: Iterable[Value], within: Callable[[Value], bool] | None = None) -> list[Value]:
+    """All values reachable from `values`, in topological order (each after its args,
+    args in order: the order a recursive post-order visit gives); with `within`, only
+    through the args for which it is true.
+
+    Note [no recursion on graph depth]: an unrolled loop that updates one array makes a
+    chain of setitem versions as long as its trip count, so every walk over a graph
+    keeps its own stack instead of Python's (whose limit is ~1000 frames)."""
+    seen: set[int] = set()
     order: list[Value] = []
-
-    def visit(v: Value) -> None:
-        if id(v) in seen:
-            return
-        seen[id(v)] = v
-        for a in v.args:
-            visit(a)
-        order.append(v)
-
-    for v in values:
-        visit(v)
+    for root in values:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(root.args))]
+        while stack:
+            v, args = stack[-1]
+            for a in args:
+                if id(a) not in seen and (within is None or within(a)):
+                    seen.add(id(a))
+                    stack.append((a, iter(a.args)))
+                    break
+            else:
+                stack.pop()
+                order.append(v)
     return order

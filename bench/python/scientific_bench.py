@@ -1,0 +1,195 @@
+"""The scientific corpus (tests/python/scientific/) against plain NumPy, in one run:
+the baseline issue 13 is measured against.
+
+    .venv/bin/python bench/python/scientific_bench.py --quick
+    .venv/bin/python bench/python/scientific_bench.py [--cases heat_2d,thomas] [--timeout 600]
+        [--cache-dir DIR] [--json PATH]
+
+Each function runs in a subprocess of its own with a time limit (--timeout, default 600 s,
+60 s with --quick), so one whose loops unroll into a unit that compiles for minutes is a
+"compile > N s" row instead of a hung bench. In it: plain NumPy once (the reference and
+its time), dynexpr.capture's first call (translate + compile + run: `first`), the result
+checked against NumPy (values, dtype, shape, mutated arguments; a mismatch is a WRONG row
+and exit status 1), then plain and captured timed alternately, best of up to 5 calls within
+about 2 s each, on fresh copies of the arguments; graphs and breaks from dynexpr.explain.
+`speedup` is NumPy's time over dynexpr's (above 1: dynexpr is faster); the summary gives
+its geometric mean and the worst row. Numba runs where it is installed (numba.njit of the
+same function; a function it cannot compile is "n/a"); JAX would need each function
+rewritten for jit (no in-place updates), so it is left out.
+
+Sizes: each case's `bench` arguments (realistic: T = 100..500, n = 256..1000 and more), or
+with --quick its `quick` ones (the same kinds at a tenth of the trip counts). The kernel
+cache is a fresh directory (cold: first-call times include compiling) unless --cache-dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "..", "..", "tests", "python", "scientific")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
+sys.path.insert(0, CORPUS)
+
+
+def _best(fn, make_args, budget_s: float = 2.0, calls: int = 5) -> float:
+    best, spent = math.inf, 0.0
+    for _ in range(calls):
+        args = make_args()
+        t = time.perf_counter()
+        fn(*args)
+        dt = time.perf_counter() - t
+        best, spent = min(best, dt), spent + dt
+        if spent > budget_s:
+            break
+    return best
+
+
+def run_one(name: str, quick: bool) -> dict:
+    """Measure one case in this process (the child's side)."""
+    import numpy as np
+    from sci_registry import all_cases, assert_close
+
+    import dynexpr
+
+    dynexpr.config.background_compile = False  # time the compiled path, not the NumPy tier
+    c = next(c for c in all_cases() if c.name == name)
+    args = (c.quick or c.bench)(np.random.default_rng(0)) if quick else \
+        c.bench(np.random.default_rng(0))
+    fresh = lambda: copy.deepcopy(args)  # noqa: E731
+    row = {"name": name, "kind": c.kind}
+    plain_args = fresh()
+    t = time.perf_counter()
+    want = c.fn(*plain_args)
+    row["numpy_first_s"] = time.perf_counter() - t
+    f = dynexpr.capture(c.fn)
+    got_args = fresh()
+    t = time.perf_counter()
+    got = f(*got_args)
+    row["first_s"] = time.perf_counter() - t
+    try:
+        assert_close(want, got, "result", c.tol)
+        for i, (e, g) in enumerate(zip(plain_args, got_args)):
+            if isinstance(e, np.ndarray):
+                assert_close(e, g, f"argument {i}", c.tol)
+    except AssertionError as e:
+        row["wrong"] = str(e).splitlines()[0][:200]
+    ex = dynexpr.explain(c.fn, *fresh())
+    row["graphs"], row["breaks"] = ex.graph_count, ex.graph_break_count
+    row["break_reasons"] = sorted({r.reason[:90] for r in ex.break_reasons})
+    row["numpy_s"], row["dynexpr_s"] = _best(c.fn, fresh), _best(f, fresh)
+    row["speedup"] = row["numpy_s"] / row["dynexpr_s"]
+    row["numba_s"] = _numba(c.fn, fresh)
+    return row
+
+
+def _numba(fn, fresh):
+    try:
+        import numba
+    except ImportError:
+        return "not installed"
+    try:
+        jitted = numba.njit(fn)
+        jitted(*fresh())  # compile
+    except Exception:  # noqa: BLE001 - numba rejects much of NumPy: reported, not fatal
+        return "n/a"
+    return _best(jitted, fresh)
+
+
+def _child(name: str, quick: bool, timeout: float, env: dict) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--one", name]
+    cmd += ["--quick"] if quick else []
+    # A session of its own: on timeout the compiler the child started is killed with it.
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return {"name": name, "timeout_s": timeout}
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"name": name, "error": (err.strip().splitlines() or ["?"])[-1][:200]}
+
+
+def _fmt_s(x) -> str:
+    if not isinstance(x, float):
+        return str(x)
+    return f"{x * 1e3:.2f}ms" if x < 1 else f"{x:.2f}s"
+
+
+def report(rows: list[dict]) -> None:
+    print(f"{'function':26} {'kind':10} {'graphs':>6} {'breaks':>6} {'first':>9} "
+          f"{'numpy':>10} {'dynexpr':>10} {'speedup':>8} {'numba':>10}")
+    for r in rows:
+        if "timeout_s" in r:
+            print(f"{r['name']:26} compile > {r['timeout_s']:.0f} s (killed; no timing)")
+            continue
+        if "error" in r:
+            print(f"{r['name']:26} ERROR {r['error']}")
+            continue
+        flag = "  WRONG: " + r["wrong"] if "wrong" in r else ""
+        print(f"{r['name']:26} {r['kind']:10} {r['graphs']:>6} {r['breaks']:>6} "
+              f"{_fmt_s(r['first_s']):>9} {_fmt_s(r['numpy_s']):>10} {_fmt_s(r['dynexpr_s']):>10} "
+              f"{r['speedup']:>7.3g}x {_fmt_s(r['numba_s']):>10}{flag}")
+    timed = [r for r in rows if "speedup" in r]
+    if timed:
+        geo = math.exp(sum(math.log(r["speedup"]) for r in timed) / len(timed))
+        worst = min(timed, key=lambda r: r["speedup"])
+        slowest = max(timed, key=lambda r: r["first_s"])
+        print(f"geometric mean speedup over NumPy: {geo:.3g}x ({len(timed)} timed of {len(rows)}); "
+              f"worst: {worst['name']} {worst['speedup']:.3g}x; longest first call: "
+              f"{slowest['name']} {_fmt_s(slowest['first_s'])}; "
+              f"timed out: {sum('timeout_s' in r for r in rows)}; "
+              f"wrong: {sum('wrong' in r for r in rows)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cases", default=None, help="comma-separated names (default: all)")
+    ap.add_argument("--timeout", type=float, default=None)
+    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        print(json.dumps(run_one(a.one, a.quick)))
+        return 0
+    from sci_registry import all_cases
+
+    names = a.cases.split(",") if a.cases else [c.name for c in all_cases()]
+    timeout = a.timeout or (60.0 if a.quick else 600.0)
+    env = dict(os.environ, DYNEXPR_CACHE_DIR=a.cache_dir or tempfile.mkdtemp(prefix="dx-sci-"))
+    env.setdefault("DYNEXPR_BACKGROUND_COMPILE", "0")
+    subprocess.run([sys.executable, "-c", "from dynexpr import cache; cache.ensure_pch()"],
+                   env=env, check=False)  # the prelude, once: not in the first row's time
+    print(f"scientific corpus{' (--quick)' if a.quick else ''}: {len(names)} functions, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, timeout {timeout:.0f} s, "
+          f"cache {env['DYNEXPR_CACHE_DIR']}", flush=True)
+    rows = []
+    for name in names:
+        rows.append(_child(name, a.quick, timeout, env))
+        r = rows[-1]
+        print(f"  {name}: " + ("timeout" if "timeout_s" in r else r.get("error") or
+                               f"first {_fmt_s(r['first_s'])}, {r['speedup']:.2f}x"), flush=True)
+    report(rows)
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 1 if any("wrong" in r or "error" in r for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
