@@ -3,7 +3,7 @@ dtype's tolerance), dtypes, shapes, result types and the caller's arrays after t
 each side given its own copies of the arguments. Two calls each: the first translates
 and compiles, the second takes the installed entry (or its resume points). The graph and
 break counts (dynexpr.explain) and the first call's time are recorded per function and
-printed at the end of the run (conftest.py)."""
+printed at the end of the run (tests/python/conftest.py)."""
 
 import copy
 import time
