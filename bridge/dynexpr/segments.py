@@ -1,5 +1,5 @@
 """The rest of a call after a graph break: plain Python for the breaking instruction,
-then compiled segments again (Note [resuming after a graph break] in capture/concrete.py).
+then compiled segments again (Note [resuming after a graph break] in capture/interp.py).
 
 A resume point is (instruction index, names of the bound locals, stack layout). Its
 entries are cached with their guards over the frame's values, as the function's own

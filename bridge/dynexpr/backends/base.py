@@ -10,7 +10,7 @@ output arrays` (the calling convention in eager.py), in two steps that the polic
 
 A plan whose `key` is None needs nothing built: `cached` returns its callable at once
 (the eager backend, a user's callable, a graph whose outputs are all inputs). A plan
-with a key names one artifact in the store (store.py); the key is the sha256 of the
+with a key names one artifact in the store (cache.py); the key is the sha256 of the
 backend's name, its source and its toolchain's identity (Toolchain.fingerprint).
 """
 
