@@ -32,7 +32,7 @@ from .capture.calls import BindError, bind_call
 from .capture.concrete import not_resumable
 from .capture import dynamic
 from .capture.translate import stack_depth, translate_dynamic
-from .config import config
+from .config import config, on_change
 from . import diagnostics
 from .diagnostics import DynexprWarning, _state, warn_once  # noqa: F401  (re-exported)
 from .entries import (Entry, added, below_accumulated_limit, below_limit, find, inputs_of,
@@ -313,6 +313,14 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _plain_fallback_changed(on: bool) -> None:
+    for f in list(_live):
+        judge.switched(on, f._entries)
+
+
+on_change("plain_fallback", _plain_fallback_changed)
 
 
 def reset() -> None:

@@ -19,7 +19,8 @@ resumes after graph breaks included, since that is what the user pays.
   judged again, since a resume segment may have finished compiling or the machine's
   load changed.
 config.plain_fallback = False (or DYNEXPR_PLAIN_FALLBACK=0) turns it off: every entry
-runs compiled, for benchmarking the compiled path alone.
+runs compiled, for benchmarking the compiled path alone (setting it False also stops
+the judging of existing entries; setting it True judges the entries made afterwards).
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ class Policy:
 
     samples = 5  # timed calls of each path per judgement
     warmup = 1  # calls after the kernel is ready that are not timed (first-touch costs)
-    margin = 1.0  # plain when compiled median > margin * plain median
+    margin = 1.0  # plain when compiled median > margin * (plain median + plain_overhead_ns)
+    # What the plain path costs on top of the function it calls (this judge's call and
+    # counter): a tie goes to the compiled path, whose hit path is the leaner one.
+    plain_overhead_ns = 150
     recheck_calls = 100  # first re-check of a plain verdict after this many calls ...
     recheck_s = 2.0  # ... or this many seconds; both double at each plain verdict
     max_recheck_calls = 1 << 20
@@ -114,15 +118,14 @@ class Judge:
         self.every_calls, self.every_s = policy.recheck_calls, policy.recheck_s
 
     def call(self, cf: Any, entry: Any, bound: Any, args: tuple, kwargs: dict) -> Any:
-        fn = cf._fn
-        if not config.plain_fallback:  # switched off: compiled, and the lean path again
-            entry.judge = None
-            return run(entry, bound, fn, cf._finish)
-        if self.plain:
-            self.calls_left -= 1
-            if self.calls_left > 0 and policy.clock() < self.until:
-                return fn(*args, **kwargs)
+        if self.plain:  # the plain path is what this entry runs: keep it short
+            n = self.calls_left = self.calls_left - 1
+            # The clock is read every 8 calls only: a call of the plain path costs less
+            # than 1 us for tiny arrays.
+            if n & 7 or (n > 0 and policy.clock() < self.until):
+                return cf._fn(*args, **kwargs)
             self.plain = False  # re-check: sample both paths again
+        fn = cf._fn
         if _tiering(entry.compiled) or self.warm > 0:
             if not _tiering(entry.compiled):
                 self.warm -= 1
@@ -143,7 +146,7 @@ class Judge:
         if any(_tiering(e.compiled) for e in cf._segments.all_entries()):
             return  # a resume segment still runs its NumPy tier: sample again
         self.checks += 1
-        plain = c > policy.margin * p
+        plain = c > policy.margin * (p + policy.plain_overhead_ns)
         nxt = f"{self.every_calls} calls or {self.every_s:g} s"
         entry.verdict = Verdict(plain, c, p, self.checks, nxt)
         if not plain:
@@ -164,6 +167,16 @@ def _median(xs: list[int]) -> float:
     s = sorted(xs)
     n = len(s)
     return float(s[n // 2]) if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def switched(on: bool, entries: list) -> None:
+    """config.plain_fallback was set (a config hook, so no call checks the setting):
+    off, every compiled entry of `entries` runs compiled from its next call on."""
+    if on:
+        return  # entries made from now on are judged
+    for e in entries:
+        if e.compiled is not None:
+            e.judge = None
 
 
 def start(entry: Any) -> None:

@@ -114,10 +114,10 @@ def test_a_plain_entry_is_judged_again_after_some_seconds(fake, monkeypatch):
     cf = dynexpr.capture(scale_in_place, backend="eager")
     call_and_compare(cf, scale_in_place, 7)
     assert cf.entries[0].verdict.plain
-    call_and_compare(cf, scale_in_place, 5)
+    call_and_compare(cf, scale_in_place, 20)
     assert len(fake.paths) == 6  # no re-check yet: neither the calls nor the time
-    fake.now = 2e9  # past recheck_s (1e9)
-    call_and_compare(cf, scale_in_place, 6)
+    fake.now = 2e9  # past recheck_s (1e9); the clock is read every 8 calls
+    call_and_compare(cf, scale_in_place, 8 + 6)
     assert len(fake.paths) == 12 and cf.entries[0].verdict.checks == 2
 
 
