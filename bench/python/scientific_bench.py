@@ -15,9 +15,10 @@ about 2 s each, on fresh copies of the arguments; graphs and breaks from dynexpr
 `speedup` is NumPy's time over dynexpr's compiled path alone (config.plain_fallback off;
 above 1: dynexpr is faster); `judged` the same with it on, after the entry is judged
 against the plain function (`path`: which one it then runs; Note [judging an entry] in
-dynexpr/judge.py); the summary gives their geometric means and worst rows. Numba runs where it is installed (numba.njit of the
-same function; a function it cannot compile is "n/a"); JAX would need each function
-rewritten for jit (no in-place updates), so it is left out.
+dynexpr/judge.py); the summary gives their geometric means and worst rows. Numba runs
+where it is installed (numba.njit of the same function; a function it cannot compile is
+"n/a"); JAX would need each function rewritten for jit (no in-place updates), so it is
+left out.
 
 Sizes: each case's `bench` arguments (realistic: T = 100..500, n = 256..1000 and more), or
 with --quick its `quick` ones (the same kinds at a tenth of the trip counts). The kernel
