@@ -86,6 +86,26 @@ def test_an_entry_whose_compiled_path_is_slower_runs_plain(fake, backend):
     assert cf.cache_info().hits == 9 and cf.cache_info().entries == 1
 
 
+def test_nothing_is_timed_while_the_numpy_tier_runs(fake):
+    cf = dynexpr.capture(scale_in_place, backend="eager")
+    call_and_compare(cf, scale_in_place)
+    entry = cf.entries[0]
+    kernel = entry.compiled
+
+    class Compiling:  # what background.Tiered looks like while its unit compiles
+        tiered, ready = True, False
+
+        def __call__(self, *a):
+            return kernel(*a)
+
+    entry.compiled = Compiling()
+    call_and_compare(cf, scale_in_place, 8)
+    assert fake.paths == [] and entry.verdict is None
+    entry.compiled = kernel  # the compile is done
+    call_and_compare(cf, scale_in_place, 6)
+    assert fake.paths == ["compiled", "plain"] * 3 and entry.verdict.plain
+
+
 def test_a_plain_entry_is_judged_again_and_backs_off(fake):
     cf = dynexpr.capture(scale_in_place, backend="eager")
     call_and_compare(cf, scale_in_place, 7)
