@@ -11,7 +11,8 @@ between the compiled path and the plain function, `policy.samples` of each, and 
 medians decide. Each of those calls is a real call whose result the caller gets: the
 two paths never run on the same call, since the plain function may mutate its
 arguments or globals. What is timed is the whole call of the top-level function, its
-resumes after graph breaks included, since that is what the user pays.
+resumes after graph breaks included, since that is what the user pays; a compiled call
+that translated or compiled a resume segment of its own is not a sample.
 - Compiled wins: `entry.judge` becomes None, and the hit path is what it was before
   judging (captured.py checks that one attribute per call).
 - Plain wins: the entry calls the plain function; after `recheck_calls` calls or
@@ -131,8 +132,10 @@ class Judge:
                 self.warm -= 1
             return run(entry, bound, fn, cf._finish)
         if len(self.compiled_ns) <= len(self.plain_ns):
+            seen = _work(cf)
             result, ns = policy.timed("compiled", lambda: run(entry, bound, fn, cf._finish))
-            self.compiled_ns.append(ns)
+            if _work(cf) == seen:  # else it translated or compiled a resume: not a sample
+                self.compiled_ns.append(ns)
         else:
             result, ns = policy.timed("plain", lambda: fn(*args, **kwargs))
             self.plain_ns.append(ns)
@@ -156,6 +159,12 @@ class Judge:
         self.calls_left, self.until = self.every_calls, policy.clock() + self.every_s
         self.every_calls = min(2 * self.every_calls, policy.max_recheck_calls)
         self.every_s = min(2 * self.every_s, policy.max_recheck_s)
+
+
+def _work(cf: Any) -> tuple:
+    """What grows when a call of `cf` translates or compiles (a resume point reached
+    with new values: a recursive function, a loop's later iterations)."""
+    return cf._segments.entries, cf._compiles
 
 
 def _tiering(compiled: Any) -> bool:

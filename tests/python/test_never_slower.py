@@ -106,6 +106,25 @@ def test_nothing_is_timed_while_the_numpy_tier_runs(fake):
     assert fake.paths == ["compiled", "plain"] * 3 and entry.verdict.plain
 
 
+def test_a_call_that_compiles_a_resume_is_not_a_sample(fake, monkeypatch):
+    cf = dynexpr.capture(scale_in_place, backend="eager")
+    call_and_compare(cf, scale_in_place)
+    entry = cf.entries[0]
+    kernel = entry.compiled
+
+    def compiles_a_resume(*a):  # as a call that reached a new resume point would
+        cf._compiles += 1
+        return kernel(*a)
+
+    entry.compiled = compiles_a_resume
+    call_and_compare(cf, scale_in_place, 6)
+    assert fake.paths == ["compiled"] * 6  # timed, and none kept: still no plain turn
+    assert entry.verdict is None
+    entry.compiled = kernel
+    call_and_compare(cf, scale_in_place, 6)
+    assert fake.paths[6:] == ["compiled", "plain"] * 3 and entry.verdict.plain
+
+
 def test_a_plain_entry_is_judged_again_and_backs_off(fake):
     cf = dynexpr.capture(scale_in_place, backend="eager")
     call_and_compare(cf, scale_in_place, 7)
