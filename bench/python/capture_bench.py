@@ -31,6 +31,10 @@ import numpy as np
 import dynexpr
 from dynexpr import cache, cxx
 
+# The cache-hit rows time the compiled path (an entry measured slower than NumPy would
+# run the plain function: Note [judging an entry] in dynexpr/judge.py).
+dynexpr.config.plain_fallback = False
+
 N = 1024
 
 

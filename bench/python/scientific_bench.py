@@ -12,10 +12,13 @@ its time), dynexpr.capture's first call (translate + compile + run: `first`), th
 checked against NumPy (values, dtype, shape, mutated arguments; a mismatch is a WRONG row
 and exit status 1), then plain and captured timed alternately, best of up to 5 calls within
 about 2 s each, on fresh copies of the arguments; graphs and breaks from dynexpr.explain.
-`speedup` is NumPy's time over dynexpr's (above 1: dynexpr is faster); the summary gives
-its geometric mean and the worst row. Numba runs where it is installed (numba.njit of the
-same function; a function it cannot compile is "n/a"); JAX would need each function
-rewritten for jit (no in-place updates), so it is left out.
+`speedup` is NumPy's time over dynexpr's compiled path alone (config.plain_fallback off;
+above 1: dynexpr is faster); `judged` the same with it on, after the entry is judged
+against the plain function (`path`: which one it then runs; Note [judging an entry] in
+dynexpr/judge.py); the summary gives their geometric means and worst rows. Numba runs
+where it is installed (numba.njit of the same function; a function it cannot compile is
+"n/a"); JAX would need each function rewritten for jit (no in-place updates), so it is
+left out.
 
 Sizes: each case's `bench` arguments (realistic: T = 100..500, n = 256..1000 and more), or
 with --quick its `quick` ones (the same kinds at a tenth of the trip counts). The kernel
@@ -62,6 +65,9 @@ def run_one(name: str, quick: bool) -> dict:
     import dynexpr
 
     dynexpr.config.background_compile = False  # time the compiled path, not the NumPy tier
+    # `dynexpr` times the compiled path alone; `judged` the captured function as users
+    # get it, where an entry measured slower runs plain NumPy (Note [judging an entry]).
+    dynexpr.config.plain_fallback = False
     c = next(c for c in all_cases() if c.name == name)
     args = (c.quick or c.bench)(np.random.default_rng(0)) if quick else \
         c.bench(np.random.default_rng(0))
@@ -88,8 +94,26 @@ def run_one(name: str, quick: bool) -> dict:
     row["break_reasons"] = sorted({r.reason[:90] for r in ex.break_reasons})
     row["numpy_s"], row["dynexpr_s"] = _best(c.fn, fresh), _best(f, fresh)
     row["speedup"] = row["numpy_s"] / row["dynexpr_s"]
+    row.update(_judged(c.fn, fresh))
+    row["judged_speedup"] = row["numpy_s"] / row["judged_s"]
     row["numba_s"] = _numba(c.fn, fresh)
     return row
+
+
+def _judged(fn, fresh) -> dict:
+    """The time of fn captured with config.plain_fallback on, once its entry is judged
+    (its kernels are in the cache by now), and the path the judgement chose."""
+    import dynexpr
+    from dynexpr import judge
+
+    dynexpr.config.plain_fallback = True
+    judge.policy.samples = 3  # fewer calls of a slow path than the default 5
+    g = dynexpr.capture(fn)
+    for _ in range(1 + judge.policy.warmup + 2 * judge.policy.samples):
+        g(*fresh())
+    verdicts = [e.verdict for e in g.entries if e.verdict is not None]
+    path = ("plain" if any(v.plain for v in verdicts) else "compiled") if verdicts else "-"
+    return {"judged_s": _best(g, fresh), "judged_path": path}
 
 
 def _numba(fn, fresh):
@@ -131,7 +155,8 @@ def _fmt_s(x) -> str:
 
 def report(rows: list[dict]) -> None:
     print(f"{'function':26} {'kind':10} {'graphs':>6} {'breaks':>6} {'first':>9} "
-          f"{'numpy':>10} {'dynexpr':>10} {'speedup':>8} {'numba':>10}")
+          f"{'numpy':>10} {'dynexpr':>10} {'speedup':>8} {'judged':>8} {'path':>8} "
+          f"{'numba':>10}")
     for r in rows:
         if "timeout_s" in r:
             print(f"{r['name']:26} compile > {r['timeout_s']:.0f} s (killed; no timing)")
@@ -142,7 +167,8 @@ def report(rows: list[dict]) -> None:
         flag = "  WRONG: " + r["wrong"] if "wrong" in r else ""
         print(f"{r['name']:26} {r['kind']:10} {r['graphs']:>6} {r['breaks']:>6} "
               f"{_fmt_s(r['first_s']):>9} {_fmt_s(r['numpy_s']):>10} {_fmt_s(r['dynexpr_s']):>10} "
-              f"{r['speedup']:>7.3g}x {_fmt_s(r['numba_s']):>10}{flag}")
+              f"{r['speedup']:>7.3g}x {r['judged_speedup']:>7.3g}x {r['judged_path']:>8} "
+              f"{_fmt_s(r['numba_s']):>10}{flag}")
     timed = [r for r in rows if "speedup" in r]
     if timed:
         geo = math.exp(sum(math.log(r["speedup"]) for r in timed) / len(timed))
@@ -153,6 +179,11 @@ def report(rows: list[dict]) -> None:
               f"{slowest['name']} {_fmt_s(slowest['first_s'])}; "
               f"timed out: {sum('timeout_s' in r for r in rows)}; "
               f"wrong: {sum('wrong' in r for r in rows)}")
+        geo_j = math.exp(sum(math.log(r["judged_speedup"]) for r in timed) / len(timed))
+        worst_j = min(timed, key=lambda r: r["judged_speedup"])
+        print(f"judged (config.plain_fallback on, as users get it): geometric mean {geo_j:.3g}x; "
+              f"worst: {worst_j['name']} {worst_j['judged_speedup']:.3g}x; runs plain: "
+              f"{', '.join(r['name'] for r in timed if r['judged_path'] == 'plain') or 'none'}")
 
 
 def main() -> int:
@@ -173,7 +204,7 @@ def main() -> int:
     timeout = a.timeout or (60.0 if a.quick else 600.0)
     env = dict(os.environ, DYNEXPR_CACHE_DIR=a.cache_dir or tempfile.mkdtemp(prefix="dx-sci-"))
     env.setdefault("DYNEXPR_BACKGROUND_COMPILE", "0")
-    subprocess.run([sys.executable, "-c", "from dynexpr import cache; cache.ensure_pch()"],
+    subprocess.run([sys.executable, "-c", "from dynexpr import cxx; cxx.ensure_pch()"],
                    env=env, check=False)  # the prelude, once: not in the first row's time
     print(f"scientific corpus{' (--quick)' if a.quick else ''}: {len(names)} functions, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, timeout {timeout:.0f} s, "
@@ -183,7 +214,8 @@ def main() -> int:
         rows.append(_child(name, a.quick, timeout, env))
         r = rows[-1]
         print(f"  {name}: " + ("timeout" if "timeout_s" in r else r.get("error") or
-                               f"first {_fmt_s(r['first_s'])}, {r['speedup']:.2f}x"), flush=True)
+                               f"first {_fmt_s(r['first_s'])}, {r['speedup']:.2f}x, judged "
+                               f"{r['judged_speedup']:.2f}x ({r['judged_path']})"), flush=True)
     report(rows)
     if a.json:
         with open(a.json, "w") as fh:

@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, logs
+from . import backends, judge, logs
 from .backends import policy
 from .capture import GraphBreakError, InternalError, Unsupported, translate
 from .capture.calls import BindError, bind_call
 from .capture.concrete import not_resumable
 from .capture import dynamic
 from .capture.translate import stack_depth, translate_dynamic
-from .config import config
+from .config import config, on_change
 from . import diagnostics
 from .diagnostics import DynexprWarning, _state, warn_once  # noqa: F401  (re-exported)
 from .entries import (Entry, added, below_accumulated_limit, below_limit, find, inputs_of,
@@ -40,7 +40,23 @@ from .entries import (Entry, added, below_accumulated_limit, below_limit, find, 
 from .guards import GuardSet, changed_dims, format_source
 from .segments import Segments
 
-CacheInfo = namedtuple("CacheInfo", "hits misses compiles entries")
+
+
+class CacheInfo(namedtuple("CacheInfo", "hits misses compiles entries")):
+    """cache_info(): the counts (a 4-tuple, as before); `judged`: one line per entry
+    judged against the plain function (Note [judging an entry] in judge.py), saying
+    which path it runs and the times per call measured; `plain`: those that run plain."""
+
+    judged: tuple = ()
+
+    @property
+    def plain(self) -> tuple:
+        return tuple(line for line in self.judged if "runs plain" in line)
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()[:-1]}, judged={list(self.judged)!r})"
+
+
 MODES = ("default", "max-autotune")
 
 _live: weakref.WeakSet[CapturedFunction] = weakref.WeakSet()
@@ -117,8 +133,8 @@ class CapturedFunction:
         if entry is None:
             return self._miss(bound, args, kwargs)
         self._hits += 1
-        if entry.compiled is None:
-            return fn(*args, **kwargs)
+        if entry.judge is not None:  # Note [judging an entry] (judge.py); breaks too
+            return entry.judge.call(self, entry, bound, args, kwargs)
         return run(entry, bound, fn, self._finish)
 
     def _miss(self, bound: list, args: tuple, kwargs: dict) -> Any:
@@ -141,8 +157,10 @@ class CapturedFunction:
             else:
                 self._misses += 1
                 entry = self._add_entry(bound)
-        if entry is None or entry.compiled is None:
+        if entry is None:
             return fn(*args, **kwargs)
+        if entry.judge is not None:
+            return entry.judge.call(self, entry, bound, args, kwargs)
         return run(entry, bound, fn, self._finish)
 
     def _find(self, bound: list) -> Entry | None:
@@ -179,6 +197,7 @@ class CapturedFunction:
                 raise
             warn_once((id(self), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
             return None
+        judge.start(entry)
         # Note [entry lists are snapshots]: _entries first, so a reader that sees the
         # new _centries never misses the entry in _entries.
         self._entries, self._centries = added(self._entries, self._centries, entry)
@@ -262,7 +281,9 @@ class CapturedFunction:
 
     # -- introspection ------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(self._hits, self._misses, self._compiles, len(self._entries))
+        info = CacheInfo(self._hits, self._misses, self._compiles, len(self._entries))
+        info.judged = tuple(judge.report(self._entries))
+        return info
 
     def cache_clear(self) -> None:
         with self._lock:
@@ -292,6 +313,14 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _plain_fallback_changed(on: bool) -> None:
+    for f in list(_live):
+        judge.switched(on, f._entries)
+
+
+on_change("plain_fallback", _plain_fallback_changed)
 
 
 def reset() -> None:

@@ -49,6 +49,13 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
         "captured graph; False: the first call waits for the compiler "
         "($DYNEXPR_BACKGROUND_COMPILE=0)",
     ),
+    "plain_fallback": (
+        bool,
+        lambda: os.environ.get("DYNEXPR_PLAIN_FALLBACK", "1") not in ("0", "false", "no"),
+        "an entry whose compiled path is measured slower than the plain function runs "
+        "the plain function (re-checked now and then); False: always the compiled path, "
+        "for benchmarking it alone ($DYNEXPR_PLAIN_FALLBACK=0)",
+    ),
     "verbose": (bool, lambda: False, "print a line for each capture and compile"),
 }
 

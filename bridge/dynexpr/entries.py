@@ -30,7 +30,7 @@ except ImportError:  # a source checkout without the built extension: guards in 
 
 class Entry:
     __slots__ = ("guards", "cguards", "compiled", "input_getters", "template", "translation",
-                 "reason", "fetch", "direct", "resume")
+                 "reason", "fetch", "direct", "resume", "judge", "verdict")
 
     def __init__(
         self,
@@ -52,6 +52,11 @@ class Entry:
         # A segment that stops at a graph break (capture.resume.Resume): the call goes on
         # in segments.Segments.finish. None: the entry runs the whole call.
         self.resume = resume
+        # Note [judging an entry] (judge.py): not None while a top-level entry's call goes
+        # through its judge (being timed, running plain, or a graph break's plain call);
+        # verdict: what the last judgement measured.
+        self.judge = None
+        self.verdict = None
         # The per-call path, kept short (a 1K add costs ~3 us in all): the inputs when
         # they are all arguments, and the output when the result is one of them as is.
         idx = [s[1] for s in sources if s[0] == "arg"]

@@ -13,7 +13,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import ir
+from . import ir, judge
 from .capture import BreakReason, Unsupported, translate
 from .capture.calls import BindError, bind_call
 from .capture.concrete import not_resumable
@@ -69,6 +69,14 @@ class ExplainOutput:
     # array ops that ran in graphs, and the instructions plain Python ran on arrays.
     compiled_ops: int | None = None
     python_ops: int = 0
+    # For a captured function: one line per entry judged against the plain function
+    # (Note [judging an entry] in judge.py): whether it runs plain, and the times measured.
+    judged: list[str] = field(default_factory=list)
+
+    @property
+    def runs_plain(self) -> list[str]:
+        """The judged entries that run the plain function (compiling did not pay)."""
+        return [line for line in self.judged if "runs plain" in line]
 
     @property
     def compiled_op_share(self) -> float:
@@ -111,6 +119,9 @@ class ExplainOutput:
         if self.recompiles:
             lines.append("Recompiles:")
             lines += recompile_lines(self.recompiles)
+        if self.judged:
+            lines.append("Compiled vs the plain function (measured on real calls):")
+            lines += [f"  {line}" for line in self.judged]
         return "\n".join(lines)
 
 
@@ -120,6 +131,7 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     if isinstance(fn, types.MethodType):
         fn, args = fn.__func__, (fn.__self__,) + args
     history = list(getattr(fn, "_recompiles", ()))
+    judged = judge.report(getattr(fn, "_entries", ()))
     target = getattr(fn, "__dynexpr_wrapped__", fn)
     if not hasattr(target, "__code__"):
         raise TypeError(
@@ -139,10 +151,13 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
         stop = e
     else:
         return ExplainOutput(1, 0, [], [tr.graph.ops()], list(tr.guards), [tr.graph], names,
-                             history)
+                             history, judged=judged)
     if not_resumable(target.__code__) is None and not getattr(fn, "fullgraph", False):
-        return _explain_by_running(target, args, kwargs, history)  # not inside `except`
-    return ExplainOutput(0, 1, [stop.to_reason()], [], list(stop.guards), [], names, history)
+        out = _explain_by_running(target, args, kwargs, history)  # not inside `except`
+        out.judged = judged
+        return out
+    return ExplainOutput(0, 1, [stop.to_reason()], [], list(stop.guards), [], names, history,
+                         judged=judged)
 
 
 def _explain_by_running(fn: Any, args: tuple, kwargs: dict, history: list) -> ExplainOutput:

@@ -65,6 +65,10 @@ class Segments:
             self.dims = {}
             self.entries = 0
 
+    def all_entries(self) -> list:
+        """Every entry of every resume point (a snapshot)."""
+        return [e for entries, _ in list(self.points.values()) for e in entries]
+
     def finish(self, entry, outs: tuple, state: Any) -> Any:
         """Run the rest of the call that `entry`'s kernel started: rebuild the frame at
         its break from the outputs, run the breaking instruction, go on."""

@@ -8,6 +8,8 @@ import warnings
 # Subprocesses the tests start (a second process on the same cache) compile in the
 # foreground too: see the fixture below.
 os.environ.setdefault("DYNEXPR_BACKGROUND_COMPILE", "0")
+# ... and run their compiled path on every call (Note [judging an entry]).
+os.environ.setdefault("DYNEXPR_PLAIN_FALLBACK", "0")
 
 try:
     import dynexpr  # noqa: F401  (an installed or editable dynexpr)
@@ -26,11 +28,14 @@ def _fresh_dynexpr():
     saved = {
         k: getattr(dynexpr.config, k)
         for k in ("recompile_limit", "suppress_errors", "accumulated_recompile_limit",
-                  "background_compile")
+                  "background_compile", "plain_fallback")
     }
     # The tests check the compiled kernels, so the first call waits for the compiler
     # instead of running NumPy meanwhile (test_background.py tests that tier).
     dynexpr.config.background_compile = False
+    # Every call of a test runs the compiled path, not the plain function that judging
+    # may pick (test_never_slower.py turns it on).
+    dynexpr.config.plain_fallback = False
     with warnings.catch_warnings():
         # Until the native runtime lands, backend="cpu" falls back to eager with a warning.
         warnings.filterwarnings("ignore", message=".*backend='cpu' is not available.*")
