@@ -141,8 +141,56 @@ def test_body_contract_is_checked():
         ir.loop(g, 0, stop, 0, [u0], [], body)
 
 
-def test_compiled_backend_declines_loop_nodes():
-    """Until codegen emits the C++ loop, the cpu backend's schedule says so with
-    NotImplementedError, which the backend policy turns into an eager run (not a crash)."""
-    with pytest.raises(NotImplementedError, match="loop nodes"):
-        schedule.schedule(heat_1d_graph(5))
+def _cpu(graph):
+    from dynexpr import runtime
+    return runtime.build(graph)
+
+
+def _scalar(x, dtype):
+    return np.asarray(x, dtype=dtype)  # the native kernel takes 0-d arrays for scalars
+
+
+@pytest.mark.parametrize("T", TRIPS)
+def test_cpu_slice_update_loop_matches_numpy(T):
+    """The cpu backend's unit: a C++ for around the body's function; the caller's array
+    is updated in place and returned as itself, as the plain function does."""
+    n = 9
+    fn = _cpu(heat_1d_graph(n)).fn
+    u = np.random.default_rng(T).random(n)
+    expected_u = u.copy()
+    expected = heat_1d(expected_u, 0.2, T)
+    (got,) = fn(u, _scalar(0.2, np.float64), _scalar(T, np.int64))
+    assert_same(expected, got)
+    assert got is u
+    assert_same(expected_u, u, "the argument after the call")
+
+
+def test_cpu_unit_is_independent_of_the_trip_count():
+    """One unit for every T (its source, hence its cache key, has no T in it), and the
+    source is the body's size: 10 and 1000 steps run the same compiled unit."""
+    from dynexpr import runtime
+
+    c = _cpu(heat_1d_graph(12))
+    assert "for (std::int64_t i = 0; i < L" in c.source
+    assert len(c.source) < 6000, len(c.source)
+    for T in (10, 1000):
+        u = np.linspace(0.0, 1.0, 12) ** 2
+        expected = heat_1d(u.copy(), 0.1, T)
+        assert runtime.plan(heat_1d_graph(12)).key == c.key
+        assert_same(expected, c.fn(u, _scalar(0.1, np.float64), _scalar(T, np.int64))[0])
+
+
+@pytest.mark.parametrize("start,step", [(0, 1), (10, -3)])
+def test_cpu_carried_pair_and_loop_variable(start, step):
+    """Two carried arrays swapped every iteration (one exit is an entry passed on) and
+    the loop variable as a value: the ping-pong must read every exit before any swap."""
+    n = 4
+    fn = _cpu(two_carried_graph(n, start, step)).fn
+    for stop in (-1, 0, 1, 2, 7, 12):
+        rng = np.random.default_rng(stop + 20)
+        a, b, x = rng.random(n), rng.random(n), rng.random(n)
+        ea, eb = a.copy(), b.copy()
+        for i in range(start, stop, step):
+            ea, eb = eb, 2.0 * eb - ea + i * x
+        got = fn(a.copy(), b.copy(), x, _scalar(stop, np.int64))
+        assert_same((ea, eb), got)
