@@ -395,7 +395,7 @@ def iterate(tx, v: Var) -> IteratorVar:
             )
         it = IteratorVar([PyVar(x) for x in v.value])
         if isinstance(v.value, range):  # Note [rolling unrolled loops] (reroll.py)
-            it.marks = (v.value, [])
+            it.marks = (v.value, [], tx.ctx.range_stops.get(id(v.value)))
             tx.ctx.loops.append(it)
         return it
     items = as_items(v)

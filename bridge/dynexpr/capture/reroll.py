@@ -21,10 +21,12 @@ use only the last iteration's carried values (they become loop_out values). Anyt
 else (a body that depends on i, a shape that changes, a break, a return inside the loop)
 leaves the loop unrolled, as before.
 
+The stop of a range built from an argument or a global (`range(T)`, `range(1, n)`) is a
+0-d input read from there at call time, so every T shares one unit: a new T still
+translates again (the translation read T's value: a VALUE guard) but compiles nothing.
 Left for later: the loop variable as a dynamic offset (bodies whose constants or slice
-bounds are affine in i), a trip count taken from the argument at call time (today the
-stop is a constant: a new T translates again and compiles a unit of the same size), and
-stopping the unrolling itself after two matching iterations (translation still costs T).
+bounds are affine in i), relaxing T's VALUE guard, and stopping the unrolling itself
+after two matching iterations (translation still costs T iterations).
 """
 
 from __future__ import annotations
@@ -43,29 +45,32 @@ def iterations(ctx: Any, new: dict[int, ir.Value]) -> list[tuple[range, list[lis
     values = ctx.graph.graph.values
     out = []
     for it in ctx.loops:
-        rng, marks = it.marks
+        rng, marks, stop_source = it.marks
         if len(rng) < MIN_TRIPS or len(marks) != len(rng) + 1:
             continue  # too short, or left early (break, return, a graph break)
         segs = [[new[v.id] for v in values[a:b] if v.id in new] for a, b in zip(marks, marks[1:])]
-        out.append((rng, segs))
+        out.append(((rng, stop_source), segs))
     return out
 
 
-def reroll(g: ir.Graph, loops: list) -> ir.Graph:
+def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
+    """g with its rollable loops rolled, and its input sources (`sources`, extended by
+    the stops read at call time)."""
     if not ENABLED:
-        return g
+        return g, sources
+    sources = list(sources)
     # Outermost (largest) loops first; a loop inside one already rolled is part of its
     # body: its segments, mapped onto the new graph, are empty.
     for k in sorted(range(len(loops)), key=lambda k: -sum(len(s) for s in loops[k][1])):
         rng, segs = loops[k]
         if not any(segs[1:]):
             continue
-        result = _roll(g, rng, segs)
+        result = _roll(g, rng, segs, sources)
         if result is None:
             continue
         g, remap = result
         loops = [(r, [[remap[id(v)] for v in s if id(v) in remap] for s in ss]) for r, ss in loops]
-    return g
+    return g, sources
 
 
 def _same_node(a: ir.Value, b: ir.Value) -> bool:
@@ -111,8 +116,8 @@ def _classify(segs: list[list[ir.Value]]) -> dict | None:
     return kinds
 
 
-def _roll(g: ir.Graph, rng: range, segs: list[list[ir.Value]]):
-    T, A = len(segs), segs[1]
+def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
+    (rng, stop_source), T, A = loop, len(segs), segs[1]
     if any(len(s) != len(A) for s in segs[2:]) or any(v.op == "input" for v in A):
         return None
     if not all(_same_node(a, b) for s in segs[2:] for a, b in zip(A, s)):
@@ -201,7 +206,11 @@ def _roll(g: ir.Graph, rng: range, segs: list[list[ir.Value]]):
     for v in users_outside:
         if id(v) not in depends:
             copy(v)
-    stop_v = out.add(ir.Value("const", (), "int64", (), ir.make_attrs(value=stop)))
+    if stop_source is None:
+        stop_v = out.add(ir.Value("const", (), "int64", (), ir.make_attrs(value=stop)))
+    else:  # the same iterations, range(start, stop, step) without its first
+        stop_v = out.add(ir.Value("input", (), "int64", (), ir.make_attrs(index=len(sources))))
+        sources.append(("as0d", stop_source, "int64"))
     finals = ir.loop(out, start, stop_v, rng.step, [remap[id(i)] for i, _ in slots],
                      [remap[id(x)] for x in invariants], body)
     for v in users_outside:
