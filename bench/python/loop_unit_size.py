@@ -1,10 +1,12 @@
 """Unit size and g++ cost of a time-stepping loop as a function of its trip count T
 (issue 13 part 1: today a `for t in range(T)` is unrolled, so both grow with T).
 
-    python bench/python/loop_unit_size.py [--compile] [T ...]
+    python bench/python/loop_unit_size.py [--compile] [--unrolled] [T ...]
 
 Prints, per T: graph values, unit source bytes and lines, and with --compile the g++
-wall time and peak memory (the compiler child's max RSS) of a cold build.
+wall time and peak memory (the largest child's max RSS so far: run each T in its own
+process, after one run that built the precompiled prelude) of a cold build. --unrolled
+turns off capture/reroll.py (the loop stays unrolled, as before issue 13).
 """
 import resource
 import sys
@@ -25,6 +27,9 @@ def heat(u, k, T):
 
 def main(argv):
     do_compile = "--compile" in argv
+    if "--unrolled" in argv:
+        from dynexpr.capture import reroll
+        reroll.ENABLED = False
     Ts = [int(a) for a in argv if a.isdigit()] or [10, 100]
     print(f"{'T':>6} {'values':>7} {'bytes':>9} {'lines':>7} {'g++ s':>7} {'g++ MB':>7}")
     for T in Ts:
