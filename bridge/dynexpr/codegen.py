@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from . import ir, manifest
+from . import codegen_loop, ir, manifest
 from .schedule import Buffer, Schedule
 
 FORMAT = 1  # bump when the shape of generated units changes
@@ -49,8 +49,11 @@ def generate(s: Schedule) -> str:
 
 
 class _Unit:
-    def __init__(self, s: Schedule):
+    def __init__(self, s: Schedule, functions: list[str] | None = None):
         self.s = s
+        # Loop bodies' functions (codegen_loop.py), shared with the units of nested
+        # bodies: all are emitted before `run`, each before its caller.
+        self.functions: list[str] = [] if functions is None else functions
         self.lines: list[str] = []
         self.names: dict[int, str] = {}  # value id -> C++ name (declared leaves/lazies)
         self.declared_tmp: set[int] = set()
@@ -72,15 +75,23 @@ class _Unit:
         head.append(f"// {len(s.kernels)} kernel(s){': ' + kinds if kinds else ''}"
                     f"{'' if s.fuse else ' (unfused)'}")
         head += ['#include "prelude.hpp"']
-        if "matmul" in s.graph.ops():
+        if "matmul" in codegen_loop.all_ops(s.graph):
             head.append("#include <dynexpr/interop/eigen.hpp>")
         head += [
             "",
             "namespace dx = dynexpr;",
             "namespace dxk = dynexpr::kernel;",
-            "",
-            "static void run([[maybe_unused]] dxk::frame& f) {",
         ]
+        run = self.function("run")
+        if self.functions:
+            head += codegen_loop.HELPERS + self.functions
+        tail = ["", f"DYNEXPR_UNIT(run, {s.n_inputs}, {len(s.outputs)})", ""]
+        return "\n".join(head + [""] + run + tail)
+
+    def function(self, name: str) -> list[str]:
+        """The lines of `static void name(dxk::frame& f)` computing this schedule."""
+        s = self.s
+        self.lines = [f"static void {name}([[maybe_unused]] dxk::frame& f) {{"]
         for i, (dtype, shape, written) in enumerate(s.inputs):
             fn = "inout" if written else "input"
             self.emit(f"{'' if written else 'const '}auto x{i} = "
@@ -98,9 +109,9 @@ class _Unit:
                         self.written_out.add(st.buffer.index)
                 else:
                     self.store(st.value, st.buffer)
-        body = [line.rstrip() for line in self.lines]
-        tail = ["}", "", f"DYNEXPR_UNIT(run, {s.n_inputs}, {len(s.outputs)})", ""]
-        return "\n".join(head + body + tail)
+        lines = [line.rstrip() for line in self.lines] + ["}"]
+        self.lines = []
+        return lines
 
     # ------------------------------------------------------------------------ shapes
     def dim(self, d) -> str:
@@ -243,6 +254,9 @@ class _Unit:
     def store(self, v: ir.Value, b: Buffer) -> None:
         T = CTYPE[v.dtype]
         dest = self.buffer_ref(b)
+        if v.op == "loop":
+            codegen_loop.emit_loop(self, v, b)
+            return
         if v.op == "setitem":
             base, value = v.args[0], v.args[1]
             if not self.same_buffer(base, b):
@@ -275,7 +289,8 @@ class _Unit:
         """"<true>" when the pointwise expression of v has an operand that is not
         unit-stride along the output's inner dimension, so the unit gets the packet loop
         for strides and broadcasts (Note [lean units] in kernels/prelude.hpp)."""
-        if v.op in ir.REDUCTIONS or v.op == "matmul" or not b.shape or b.shape[-1] == 1:
+        if (v.op in ir.REDUCTIONS or v.op in ("matmul", "loop_out") or not b.shape
+                or b.shape[-1] == 1):
             return ""
         todo, seen = [v], set()
         while todo:
@@ -308,6 +323,8 @@ class _Unit:
             return self.reduction(v)
         if v.op == "matmul":
             return f"dx::matmul({self.ref(v.args[0])}, {self.ref(v.args[1])})"
+        if v.op == "loop_out":
+            return codegen_loop.carried_name(v.args[0], v.attr("index"))
         if v.op in ("const", "full", "input") or v.op in ir.VIEWS:
             saved = self.s.storage[v.id]
             self.s.storage[v.id] = "leaf"  # read it as a leaf, then copy

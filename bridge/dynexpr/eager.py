@@ -57,6 +57,8 @@ _STRUCTURAL: dict[str, Callable] = {
     "matmul": lambda v, args: np.matmul(*args),
     "full": lambda v, args: np.full(v.shape, v.attr("value"), dtype=v.dtype),
     "setitem": _setitem,
+    "loop": None,  # run by _executor with its body (Note [loop nodes])
+    "loop_out": None,
 }
 
 
@@ -96,54 +98,94 @@ def _evaluator(v: ir.Value) -> Callable:
 def compile_graph(
     graph: ir.Graph, example_inputs: Sequence[Any] | None = None, **_: Any
 ) -> Callable:
-    plan = [(v, _evaluator(v), tuple(a.id for a in v.args)) for v in graph.values]
-    # The names NumPy's messages use ("divide" for true_divide, "cast" for astype).
-    names = {v.id: "cast" if v.op == "astype" else
-             getattr(getattr(np, v.op, None), "__name__", v.op) for v in graph.values}
+    execute = _executor(graph)
     out_ids = [o.id for o in graph.outputs]
     mutations = [(i, v.id) for i, v in graph.mutations]
     n_inputs = len(graph.inputs)
-    quiet = graph.quiet  # Note [errstate inside captured code]
-    dynamic = any(isinstance(d, str) for v in graph.values for d in v.shape)
 
     def run(*inputs: np.ndarray) -> tuple:
         if len(inputs) != n_inputs:
             raise TypeError(f"dynexpr: this graph takes {n_inputs} inputs, got {len(inputs)}")
-        env: dict[int, Any] = {}
-        sizes: dict[str, int] = {}  # dynamic extents, bound by the first value that has them
         # NumPy's error state applies op by op, as it would have in the plain function,
         # with the reports naming the caller's line (Note [floating-point errors]).
         with fperr.collecting() as (state, sink):
-            for v, fn, arg_ids in plan:
-                if v.op == "input":
-                    r = inputs[v.attr("index")]
-                elif dynamic and v.op == "full":
-                    r = np.full(tuple(sizes[d] if isinstance(d, str) else d for d in v.shape),
-                                v.attr("value"), dtype=v.dtype)
-                else:
-                    r = np.asarray(fn(v, [env[i] for i in arg_ids]))
-                    if sink is not None and sink.bits:
-                        bits, sink.bits = sink.bits & ~quiet, 0
-                        fperr.report(bits, names[v.id], state)
-                if dynamic and r.ndim == v.ndim:
-                    for d, got in zip(v.shape, r.shape):
-                        if isinstance(d, str):
-                            sizes.setdefault(d, got)
-                    want = tuple(sizes[d] if isinstance(d, str) else d for d in v.shape)
-                else:
-                    want = v.shape
-                if r.dtype != np.dtype(v.dtype) or r.shape != want:
-                    raise InternalError(
-                        f"dynexpr: the graph says %{v.id} = {v.op} is {v.dtype}{list(v.shape)}, "
-                        f"NumPy computed {r.dtype}{list(r.shape)}; this is a dynexpr bug, please "
-                        f"report it with the graph:\n{graph.canonical()}"
-                    )
-                env[v.id] = r
+            env = execute(inputs, state, sink)
         outs = tuple(_fresh(env[i], inputs) for i in out_ids)
         finals = [(i, _fresh(env[vid], inputs)) for i, vid in mutations]
         for i, value in finals:
             np.copyto(inputs[i], value)
         return outs
+
+    return run
+
+
+def _executor(graph: ir.Graph) -> Callable:
+    """execute(inputs, state, sink) -> env: every value of `graph` by id, computed in one
+    error-state scope (a loop body runs inside its loop's, Note [loop nodes])."""
+    plan = [(v, _evaluator(v), tuple(a.id for a in v.args)) for v in graph.values]
+    # The names NumPy's messages use ("divide" for true_divide, "cast" for astype).
+    names = {v.id: "cast" if v.op == "astype" else
+             getattr(getattr(np, v.op, None), "__name__", v.op) for v in graph.values}
+    bodies = {v.id: _body_runner(v) for v in graph.values if v.op == "loop"}
+    quiet = graph.quiet  # Note [errstate inside captured code]
+    dynamic = any(isinstance(d, str) for v in graph.values for d in v.shape)
+
+    def execute(inputs: Sequence[np.ndarray], state, sink) -> dict:
+        env: dict[int, Any] = {}
+        finals: dict[int, list] = {}  # loop id -> its carried arrays' final values
+        sizes: dict[str, int] = {}  # dynamic extents, bound by the first value that has them
+        for v, fn, arg_ids in plan:
+            if v.op == "input":
+                r = inputs[v.attr("index")]
+            elif dynamic and v.op == "full":
+                r = np.full(tuple(sizes[d] if isinstance(d, str) else d for d in v.shape),
+                            v.attr("value"), dtype=v.dtype)
+            elif v.op == "loop":
+                r, finals[v.id] = bodies[v.id]([env[i] for i in arg_ids], state, sink)
+            elif v.op == "loop_out":
+                r = finals[v.args[0].id][v.attr("index")]
+            else:
+                r = np.asarray(fn(v, [env[i] for i in arg_ids]))
+                if sink is not None and sink.bits:
+                    bits, sink.bits = sink.bits & ~quiet, 0
+                    fperr.report(bits, names[v.id], state)
+            if dynamic and r.ndim == v.ndim:
+                for d, got in zip(v.shape, r.shape):
+                    if isinstance(d, str):
+                        sizes.setdefault(d, got)
+                want = tuple(sizes[d] if isinstance(d, str) else d for d in v.shape)
+            else:
+                want = v.shape
+            if r.dtype != np.dtype(v.dtype) or r.shape != want:
+                raise InternalError(
+                    f"dynexpr: the graph says %{v.id} = {v.op} is {v.dtype}{list(v.shape)}, "
+                    f"NumPy computed {r.dtype}{list(r.shape)}; this is a dynexpr bug, please "
+                    f"report it with the graph:\n{graph.canonical()}"
+                )
+            env[v.id] = r
+        return env
+
+    return execute
+
+
+def _body_runner(v: ir.Value) -> Callable:
+    """run(args, state, sink) -> (trip count, final carried arrays) for loop node v."""
+    body = v.attr("body").graph
+    execute = _executor(body)
+    start, step, n = v.attr("start"), v.attr("step"), v.attr("carried")
+    out_ids = [o.id for o in body.outputs]
+
+    def run(args: list, state, sink) -> tuple:
+        stop, carried, invariants = args[0], list(args[1:1 + n]), list(args[1 + n:])
+        steps = range(start, int(stop), step)
+        for i in steps:
+            env = execute([np.asarray(i, dtype=np.int64), *carried, *invariants], state, sink)
+            # Copies where an exit value is a view of (or is) an entry: the next
+            # iteration's entries must not change under it.
+            carried = [_fresh(env[o], carried) for o in out_ids]
+        # With no iteration the results are the inits themselves: eager values are never
+        # written in place, and outputs and mutations are copied out by _fresh.
+        return np.asarray(len(steps), dtype=np.int64), carried
 
     return run
 

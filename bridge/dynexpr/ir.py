@@ -48,6 +48,27 @@ Dim = "int | str"
 #   full         value, dtype, shape (zeros_like/ones_like/full_like)
 #   setitem      (base, value) index: like getitem — writes value into base[index];
 #                its result is base after the write (a new version of it).
+#   loop         (stop, carried inits..., invariants...) start, step, carried: int,
+#                body: Body. Note [loop nodes]. Its own value is the trip count
+#                (int64[]); the carried arrays' final values are its loop_out users.
+#   loop_out     (loop,) index: k — the final value of the loop's carried array k.
+#
+# Note [loop nodes]
+# A `for i in range(start, stop, step)` whose body is array work is one node instead of
+# trip-count copies of its body, so a unit's size and compile time do not grow with the
+# trip count, and `stop` is a graph input (an int64[] value): a new trip count is a new
+# argument, not a new graph. The body is a Graph of its own whose inputs are, in order:
+#   input[0]         the loop variable i, int64[] (start + step*j on iteration j),
+#   input[1..n]      the carried arrays on entry to the iteration (iteration 0: the
+#                    loop's carried init args; then the body's outputs of the one before),
+#   input[n+1..]     loop invariants (the loop's remaining args, the same every iteration),
+# and whose outputs are the n carried arrays on exit, each with the dtype and shape of
+# its entry (a carried array changes neither: a body that changes them is not a loop,
+# capture unrolls it). Body values are functional like the outer graph's: a slice
+# update is a setitem whose value was computed from the carried array's entry version,
+# so NumPy's "the right-hand side is read before the write" holds by construction.
+# A body has no mutations; the caller's array a loop updates is a mutation of the outer
+# graph whose final value is a loop_out.
 #
 # Note [what capture guarantees] (dynexpr.capture produces graphs with these properties;
 # tests/python/test_corpus.py::test_graph_is_well_formed checks them on every corpus graph)
@@ -73,7 +94,9 @@ Dim = "int | str"
 #     in order, and every mutated input is an input even when its old value is unused.
 REDUCTIONS = manifest.REDUCTIONS
 VIEWS = ("reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "getitem")
-STRUCTURAL_OPS = ("input", "const", "astype", "where", "matmul", "full", "setitem") + REDUCTIONS + VIEWS
+LOOP_OPS = ("loop", "loop_out")
+STRUCTURAL_OPS = (("input", "const", "astype", "where", "matmul", "full", "setitem")
+                  + REDUCTIONS + VIEWS + LOOP_OPS)
 
 
 @dataclass(eq=False)
@@ -157,8 +180,60 @@ class Graph:
         return self.canonical()
 
 
+class Body:
+    """A loop node's body graph as an attribute: hashable and compared by its canonical
+    text (attrs are hashable; two bodies that compute the same are the same key)."""
+
+    __slots__ = ("graph", "_text")
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self._text = graph.canonical()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Body) and other._text == self._text
+
+    def __hash__(self) -> int:
+        return hash(self._text)
+
+    def __repr__(self) -> str:
+        return "{" + "; ".join(self._text.splitlines()) + "}"
+
+
+def loop(graph: Graph, start: int, stop: Value, step: int, carried: list[Value],
+         invariants: list[Value], body: Graph) -> list[Value]:
+    """Adds a loop node (Note [loop nodes]) and its loop_out values to `graph`; returns
+    the carried arrays' final values. Checks the body's contract, so a translator mistake
+    fails here rather than as a wrong number."""
+    n = len(carried)
+    ins = body.inputs
+    if step == 0:
+        raise ValueError("dynexpr: a loop's step cannot be zero (range() raises ValueError)")
+    if stop.dtype != "int64" or stop.shape != ():
+        raise ValueError(f"dynexpr: a loop's stop must be an int64[] value, got {stop}")
+    if len(ins) != 1 + n + len(invariants) or len(body.outputs) != n or body.mutations:
+        raise ValueError(f"dynexpr: a loop body takes (i, {n} carried, {len(invariants)} "
+                         f"invariants) and returns {n} carried values, without mutations")
+    if (ins[0].dtype, ins[0].shape) != ("int64", ()):
+        raise ValueError("dynexpr: a loop body's input[0] (the loop variable) is int64[]")
+    for k, (init, entry, out) in enumerate(zip(carried, ins[1:], body.outputs)):
+        kinds = {(x.dtype, tuple(x.shape)) for x in (init, entry, out)}
+        if len(kinds) != 1:
+            raise ValueError(f"dynexpr: carried array {k} of a loop changes dtype or shape "
+                             f"({init}, {entry}, {out})")
+    for x, entry in zip(invariants, ins[1 + n:]):
+        if (x.dtype, tuple(x.shape)) != (entry.dtype, tuple(entry.shape)):
+            raise ValueError(f"dynexpr: loop invariant {x} does not match body {entry}")
+    node = graph.add(Value("loop", (stop, *carried, *invariants), "int64", (),
+                           make_attrs(start=start, step=step, carried=n, body=Body(body))))
+    return [graph.add(Value("loop_out", (node,), c.dtype, tuple(c.shape), make_attrs(index=k)))
+            for k, c in enumerate(carried)]
+
+
 def _canon(x: Any) -> str:
     # repr of floats round-trips exactly; bools and ints are distinct from floats.
+    if isinstance(x, Body):
+        return repr(x)
     if isinstance(x, float):
         return repr(x) + "f"
     if isinstance(x, tuple):

@@ -49,7 +49,7 @@ class Store:
 
 @dataclass
 class Kernel:
-    kind: str  # "pointwise" | "reduction" | "matmul" | "setitem" | "copy"
+    kind: str  # "pointwise" | "reduction" | "matmul" | "setitem" | "copy" | "loop" | "loop_out"
     stores: list[Store] = field(default_factory=list)
 
     @property
@@ -113,12 +113,15 @@ def schedule(graph: ir.Graph, fuse: bool = True) -> Schedule:
     outputs_buf: list[Buffer] = []
     out_of: dict[int, int] = {}
     results: list[int] = []
+    final_of = {f.id: i for i, f in mutated.items()}
     for o in outputs:
         root = chain_root[o.id]
         if o.op == "input":
             results.append(-(o.attr("index") + 1))
         elif root is not None and root in mutated:
             results.append(-(root + 1))
+        elif o.id in final_of:  # e.g. a loop's result that is an argument's new value
+            results.append(-(final_of[o.id] + 1))
         else:
             if o.id not in out_of:
                 out_of[o.id] = len(outputs_buf)
@@ -213,8 +216,8 @@ def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
 def _kind(v: ir.Value) -> str:
     if v.op in ir.REDUCTIONS:
         return "reduction"
-    if v.op in ("matmul", "setitem"):
-        return v.op
+    if v.op in ("matmul", "setitem") or v.op in ir.LOOP_OPS:
+        return v.op  # a loop is one kernel: a C++ loop around its body's (codegen_loop.py)
     return "pointwise"
 
 

@@ -102,6 +102,8 @@ class Context:
         self._wrapped: dict[tuple, Var] = {}
         self._arrays: list[tuple[np.ndarray, tuple, ArrayVar]] = []
         self.pause = None  # resume.Pause in a resumable translation
+        self.loops: list = []  # IteratorVars over ranges, with their iterations' marks
+        self.range_stops: dict[int, tuple] = {}  # id(range) -> its stop's source
         self.inlining: dict = {}  # code object -> frames of it being inlined now (recursion)
         # A resumed segment's frame values that are floats: 0-d inputs, not constants.
         self.scalar_inputs = False

@@ -237,7 +237,10 @@ class CommonHandlers(Frame):
         budget = self.ctx.budget
         if not isinstance(self.stack[-1], IteratorVar):  # one plain Python started
             graph_break(f"a loop over a {self.stack[-1].describe()} started outside the graph")
-        nxt = self.stack[-1].next()
+        it = self.stack[-1]
+        if it.marks is not None:  # where this iteration's values start (reroll.py)
+            it.marks[1].append(len(self.ctx.graph.graph.values))
+        nxt = it.next()
         if nxt is None:
             self.pop()
             return False

@@ -393,7 +393,11 @@ def iterate(tx, v: Var) -> IteratorVar:
                 f"a loop over {len(v.value)} items; dynexpr unrolls loops of at most "
                 f"{tx.ctx.budget.loop_iterations}"
             )
-        return IteratorVar([PyVar(x) for x in v.value])
+        it = IteratorVar([PyVar(x) for x in v.value])
+        if isinstance(v.value, range):  # Note [rolling unrolled loops] (reroll.py)
+            it.marks = (v.value, [], tx.ctx.range_stops.get(id(v.value)))
+            tx.ctx.loops.append(it)
+        return it
     items = as_items(v)
     if items is not None:
         return IteratorVar(items)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import ir
+from . import reroll
 from ..guards import Guard
 from .arrays import ArrayVar
 from .builder import Context
@@ -122,7 +123,7 @@ def _rebuild(ctx: Context, outputs: list, mutations: list) -> tuple[ir.Graph, li
     g.outputs = [new[v.id] for v in outputs]
     g.mutations = [(new[o.id].attr("index"), new[v.id]) for o, v in mutations]
     g.quiet = ctx.graph.graph.quiet
-    return g, sources
+    return reroll.reroll(g, reroll.iterations(ctx, new), sources)
 
 
 def _may_raise(v: ir.Value) -> bool:

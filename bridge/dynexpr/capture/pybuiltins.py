@@ -311,7 +311,15 @@ def _known(tx, fn: Any, args: list, kwargs: dict) -> Var:
     if not _all_known(args, kwargs):
         odd = next(a for a in list(args) + list(kwargs.values()) if not isinstance(a, PyVar))
         graph_break(f"{getattr(fn, '__qualname__', fn)}() of a {odd.describe()} is not supported")
-    return _fold(fn, args, kwargs)
+    r = _fold(fn, args, kwargs)
+    if fn is range and not kwargs and isinstance(r, PyVar) and isinstance(r.value, range):
+        # Where the stop came from (an argument, a global): a loop over this range that
+        # capture rolls takes its stop from there at call time (Note [rolling unrolled
+        # loops]), so the unit is the same for every trip count.
+        stop = args[0] if len(args) == 1 else args[1]
+        if stop.source is not None and type(stop.value) is int:
+            tx.ctx.range_stops[id(r.value)] = stop.source
+    return r
 
 
 def _is_pure(fn: Any) -> bool:

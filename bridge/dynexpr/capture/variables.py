@@ -175,11 +175,14 @@ class BoundMethodVar(Var):
 
 
 class IteratorVar(Var):
-    __slots__ = ("items", "pos", "generator")
+    __slots__ = ("items", "pos", "generator", "marks")
 
     def __init__(self, items, generator: str | None = None) -> None:
         self.items = items  # a list (possibly a live ListVar.items) of Vars
         self.pos = 0
+        # For a loop over a range: (the range, the graph's length at each FOR_ITER),
+        # the iterations' boundaries that capture/reroll.py rolls back into a loop node.
+        self.marks: tuple | None = None
         # The qualname of the generator function whose values these are (Note [generators
         # run eagerly]): such an iterator has no value outside the graph, since plain
         # Python would need the suspended generator itself.

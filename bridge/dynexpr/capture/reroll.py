@@ -1,0 +1,223 @@
+"""Rolling an unrolled `for i in range(...)` back into a loop node (Note [loop nodes],
+ir.py), so that the unit compiled for it has the size of one iteration, not of T.
+
+Note [rolling unrolled loops]
+The translator runs a loop's body once per iteration, as CPython does, and marks where
+each iteration's values start in the graph (handlers._for_iter, IteratorVar.marks). Once
+the graph is finished (output._rebuild: dead values gone), each loop over a range that ran
+to its end is a list of segments S_0 .. S_{T-1}. Iteration 0 stays unrolled (it is where
+hash-consing shares constants and loop-invariant values with the code before the loop,
+so its segment usually differs), and S_1 .. S_{T-1} become one loop node when they are the
+same computation: position by position the same op, dtype, shape and attributes, and each
+argument either
+    in the same segment, at the same position in every one        (body-internal)
+    in the previous segment, at the same position p for j >= 2    (carried: S_1 reads the
+                                                                   init, the rest S_{j-1}[p])
+    the same value outside the region in every iteration          (invariant)
+Every iteration is checked against S_1, so the loop computes exactly what the unrolled
+graph did: no NumPy semantics are re-derived (a slice update's right-hand side was read
+before the write in the unrolled graph, so it is in the body). Values after the loop may
+use only the last iteration's carried values (they become loop_out values). Anything
+else (a body that depends on i, a shape that changes, a break, a return inside the loop)
+leaves the loop unrolled, as before.
+
+The stop of a range built from an argument or a global (`range(T)`, `range(1, n)`) is a
+0-d input read from there at call time, so every T shares one unit: a new T still
+translates again (the translation read T's value: a VALUE guard) but compiles nothing.
+Left for later: the loop variable as a dynamic offset (bodies whose constants or slice
+bounds are affine in i), relaxing T's VALUE guard, and stopping the unrolling itself
+after two matching iterations (translation still costs T iterations).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ir
+
+ENABLED = True  # tests turn it off to compare against the unrolled graph
+MIN_TRIPS = 3  # iteration 0 stays unrolled; at least two iterations to compare
+
+
+def iterations(ctx: Any, new: dict[int, ir.Value]) -> list[tuple[range, list[list[ir.Value]]]]:
+    """The loops over ranges that ran to their end, as segments of the rebuilt graph
+    (`new`: builder value id -> rebuilt value; dead values are left out)."""
+    values = ctx.graph.graph.values
+    out = []
+    for it in ctx.loops:
+        rng, marks, stop_source = it.marks
+        if len(rng) < MIN_TRIPS or len(marks) != len(rng) + 1:
+            continue  # too short, or left early (break, return, a graph break)
+        segs = [[new[v.id] for v in values[a:b] if v.id in new] for a, b in zip(marks, marks[1:])]
+        out.append(((rng, stop_source), segs))
+    return out
+
+
+def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
+    """g with its rollable loops rolled, and its input sources (`sources`, extended by
+    the stops read at call time)."""
+    if not ENABLED:
+        return g, sources
+    sources = list(sources)
+    # Outermost (largest) loops first; a loop inside one already rolled is part of its
+    # body: its segments, mapped onto the new graph, are empty.
+    for k in sorted(range(len(loops)), key=lambda k: -sum(len(s) for s in loops[k][1])):
+        rng, segs = loops[k]
+        if not any(segs[1:]):
+            continue
+        result = _roll(g, rng, segs, sources)
+        if result is None:
+            continue
+        g, remap = result
+        loops = [(r, [[remap[id(v)] for v in s if id(v) in remap] for s in ss]) for r, ss in loops]
+    return g, sources
+
+
+def _same_node(a: ir.Value, b: ir.Value) -> bool:
+    return (a.op, a.dtype, tuple(a.shape), a.attrs, len(a.args)) == \
+        (b.op, b.dtype, tuple(b.shape), b.attrs, len(b.args))
+
+
+def _classify(segs: list[list[ir.Value]]) -> dict | None:
+    """(q, r) -> ("in", q') | ("carry", d, p, inits) | ("inv", value) for argument r of
+    position q of the body, or None when the iterations are not one computation. A carry
+    of distance d reads S_{j-d}[p] on iteration j > d, and inits[j-1] (a value from before
+    the region) on iterations j <= d: `a, b = b, f(a, b)` carries f's value two back."""
+    T, A = len(segs), segs[1]
+    pos = [{id(v): q for q, v in enumerate(s)} for s in segs]
+    seg_of = {id(v): j for j in range(1, T) for v in segs[j]}
+    kinds: dict[tuple[int, int], tuple] = {}
+    for q, v in enumerate(A):
+        for r in range(len(v.args)):
+            last = segs[T - 1][q].args[r]  # the last iteration sees the longest distance
+            if id(last) in seg_of:
+                j0 = seg_of[id(last)]
+                d, p = T - 1 - j0, pos[j0][id(last)]
+            else:
+                d, p = None, None
+            inits = []
+            for j in range(1, T):
+                a = segs[j][q].args[r]
+                if d is None:
+                    ok = a is last
+                elif j > d:
+                    ok = pos[j - d].get(id(a)) == p
+                else:
+                    ok = id(a) not in seg_of
+                    inits.append(a)
+                if not ok:
+                    return None
+            if d is None:
+                kinds[(q, r)] = ("inv", last)
+            elif d == 0:
+                kinds[(q, r)] = ("in", p)
+            else:
+                kinds[(q, r)] = ("carry", d, p, tuple(inits))
+    return kinds
+
+
+def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
+    (rng, stop_source), T, A = loop, len(segs), segs[1]
+    if any(len(s) != len(A) for s in segs[2:]) or any(v.op == "input" for v in A):
+        return None
+    if not all(_same_node(a, b) for s in segs[2:] for a, b in zip(A, s)):
+        return None
+    kinds = _classify(segs)
+    if kinds is None:
+        return None
+
+    # Carried state: per carry (d, p, inits), a chain of d entries; entry m (1-based)
+    # holds S_{j-m}[p] on iteration j, so the body's exits are: entry 1 <- its value at
+    # p, entry m <- entry m-1. On iteration 1, entry m holds inits[d-m].
+    chains: dict[tuple, list[int]] = {}  # (d, p, init ids) -> slot numbers of its entries
+    slots: list[tuple[ir.Value, tuple]] = []  # (init, exit: ("at", p) | ("slot", k))
+    invariants: list[ir.Value] = []
+    inv_of: dict[int, int] = {}
+    for (q, r), kind in kinds.items():
+        if kind[0] == "carry":
+            _, d, p, inits = kind
+            key = (d, p, tuple(id(x) for x in inits))
+            if key in chains:
+                continue
+            if any((x.dtype, tuple(x.shape)) != (A[p].dtype, tuple(A[p].shape)) for x in inits):
+                return None
+            ks = []
+            for m in range(1, d + 1):
+                ks.append(len(slots))
+                slots.append((inits[d - m], ("at", p) if m == 1 else ("slot", ks[m - 2])))
+            chains[key] = ks
+        elif kind[0] == "inv" and id(kind[1]) not in inv_of:
+            inv_of[id(kind[1])] = len(invariants)
+            invariants.append(kind[1])
+
+    # Uses from outside the region: after the loop, entry m of a chain at p holds the
+    # value of iteration T-m at p; nothing else of the region may be used.
+    where = {id(v): (j, q) for j in range(1, T) for q, v in enumerate(segs[j])}
+    final_slot: dict[tuple[int, int], int] = {}  # (iteration, position) -> slot
+    for (d, p, _), ks in chains.items():
+        for m, k in enumerate(ks, start=1):
+            final_slot.setdefault((T - m, p), k)
+    users_outside = [v for v in g.values if id(v) not in where]
+    roots = list(g.outputs) + [f for _, f in g.mutations]
+    for a in [a for v in users_outside for a in v.args] + roots:
+        if id(a) in where and where[id(a)] not in final_slot:
+            return None
+
+    body = ir.Graph()
+    body.add(ir.Value("input", (), "int64", (), ir.make_attrs(index=0)))
+    entries = [body.add(ir.Value("input", (), init.dtype, tuple(init.shape),
+                                 ir.make_attrs(index=1 + k))) for k, (init, _) in enumerate(slots)]
+    inv_in = [body.add(ir.Value("input", (), x.dtype, tuple(x.shape),
+                                ir.make_attrs(index=1 + len(slots) + k)))
+              for k, x in enumerate(invariants)]
+    copies: list[ir.Value] = []
+    for q, v in enumerate(A):
+        args = []
+        for r, a in enumerate(v.args):
+            kind = kinds[(q, r)]
+            if kind[0] == "in":
+                args.append(copies[kind[1]])
+            elif kind[0] == "carry":
+                _, d, p, inits = kind
+                args.append(entries[chains[(d, p, tuple(id(x) for x in inits))][d - 1]])
+            else:
+                args.append(inv_in[inv_of[id(kind[1])]])
+        copies.append(body.add(ir.Value(v.op, tuple(args), v.dtype, tuple(v.shape), v.attrs)))
+    body.outputs = [copies[e[1]] if e[0] == "at" else entries[e[1]] for _, e in slots]
+
+    # The outer graph: values that do not depend on the loop, the loop, then the rest.
+    start = rng.start + rng.step
+    stop = rng.start + rng.step * T
+    depends: set[int] = set()
+    for v in users_outside:
+        if any(id(a) in where or id(a) in depends for a in v.args):
+            depends.add(id(v))
+    out = ir.Graph()
+    remap: dict[int, ir.Value] = {}
+
+    def final(a: ir.Value) -> ir.Value:
+        return finals[final_slot[where[id(a)]]] if id(a) in where else remap[id(a)]
+
+    def copy(v: ir.Value) -> None:
+        args = tuple(final(a) for a in v.args)
+        remap[id(v)] = out.add(ir.Value(v.op, args, v.dtype, tuple(v.shape), v.attrs))
+
+    finals: list[ir.Value] = []
+    for v in users_outside:
+        if id(v) not in depends:
+            copy(v)
+    if stop_source is None:
+        stop_v = out.add(ir.Value("const", (), "int64", (), ir.make_attrs(value=stop)))
+    else:  # the same iterations, range(start, stop, step) without its first
+        stop_v = out.add(ir.Value("input", (), "int64", (), ir.make_attrs(index=len(sources))))
+        sources.append(("as0d", stop_source, "int64"))
+    finals = ir.loop(out, start, stop_v, rng.step, [remap[id(i)] for i, _ in slots],
+                     [remap[id(x)] for x in invariants], body)
+    for v in users_outside:
+        if id(v) in depends:
+            copy(v)
+
+    out.outputs = [final(o) for o in g.outputs]
+    out.mutations = [(i, final(f)) for i, f in g.mutations]
+    out.quiet = g.quiet
+    return out, remap

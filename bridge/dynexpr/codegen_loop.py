@@ -1,0 +1,135 @@
+"""dynexpr.codegen_loop — a loop node (Note [loop nodes], ir.py) as C++: its body is
+scheduled and generated like any graph, as a function `static void bodyN(dxk::frame&)`
+of the same unit, and the loop kernel calls it once per iteration from a C++ `for`:
+
+    // kernel 1: loop -> tmp[0]
+    auto L3_c0 = dxk::eval_fresh<true>(x0);           // carried arrays: owned copies
+    const auto L3_v0 = dxk::eval_fresh<true>(x1);     // invariants: evaluated once
+    const std::int64_t L3_stop = dxk::eval_fresh<true>(x2).data()[0];
+    auto L3_o0 = dx::Tensor<double>::empty(dx::Shape{9});   // the body's outputs
+    for (std::int64_t i = 0; i < L3_stop; i += 1) {
+      ... dx_array descriptors of (i, carried, invariants) and (outputs) ...
+      body0(frame);                                   // the body unit, checked as any call
+      std::swap(L3_c0, L3_o0);                        // ping-pong: exit becomes entry
+    }
+
+The body reads only its entry arrays and writes only its output buffers, so NumPy's
+"a slice update reads the right-hand side before it writes" holds whatever the body does
+(the body's own schedule decides what it may do in place within one iteration); the
+ping-pong swap costs no copy. The unit's size is the body's, whatever the trip count.
+"""
+
+from __future__ import annotations
+
+from . import ir, manifest
+
+CTYPE = manifest.CTYPE
+
+# Emitted once per unit that has loops: dx_array descriptors of the body's arguments.
+HELPERS = [
+    "",
+    "template <class T>",
+    "static dx_array dxl_arg(T* data, const dx::Shape& s, const dx::Strides& st) {",
+    "  return dx_array{const_cast<void*>(static_cast<const void*>(data)),",
+    "                  dxk::code_of<std::remove_const_t<T>>(), static_cast<std::int32_t>(s.size()),",
+    "                  s.begin(), st.begin(), dx_device{DX_DEVICE_CPU, 0}};",
+    "}",
+    "template <class A>",
+    "static dx_array dxl_of(A& a) { return dxl_arg(a.data(), a.shape(), a.strides()); }",
+]
+
+
+def all_ops(graph: ir.Graph) -> set[str]:
+    """The ops of `graph` and of its loops' bodies, nested."""
+    ops, todo = set(), [graph]
+    while todo:
+        g = todo.pop()
+        for v in g.values:
+            ops.add(v.op)
+            if v.op == "loop":
+                todo.append(v.attr("body").graph)
+    return ops
+
+
+def carried_name(loop: ir.Value, k: int) -> str:
+    return f"L{loop.id}_c{k}"
+
+
+def emit_loop(unit, v: ir.Value, b) -> None:
+    """Emits loop node v into `unit` (a codegen._Unit); its trip count goes to buffer b,
+    its carried arrays' final values stay in L<id>_c<k> for its loop_out kernels."""
+    from .codegen import _Unit  # codegen imports this module
+    from .schedule import schedule
+
+    body = v.attr("body").graph
+    n, start, step = v.attr("carried"), v.attr("start"), v.attr("step")
+    stop, inits, invariants = v.args[0], v.args[1:1 + n], v.args[1 + n:]
+    bs = schedule(body, unit.s.fuse)
+    if any(w for _, _, w in bs.inputs):
+        raise NotImplementedError("dynexpr codegen: a loop body that writes its inputs")
+    fname = f"body{len(unit.functions)}"
+    lines = _Unit(bs, unit.functions).function(fname)
+    unit.functions.extend([""] + lines)
+
+    L = f"L{v.id}"
+    emit = unit.emit
+    for k, a in enumerate(inits):
+        emit(f"auto {carried_name(v, k)} = {_fresh(unit, a)};")
+    for k, a in enumerate(invariants):
+        emit(f"const auto {L}_v{k} = {_fresh(unit, a)};")
+    emit(f"const std::int64_t {L}_stop = {_fresh(unit, stop)}.data()[0];")
+    for ob in bs.outputs:
+        emit(f"auto {L}_o{ob.index} = dx::Tensor<{CTYPE[ob.dtype]}>::empty("
+             f"{unit.shape(ob.shape)});")
+    # Results the body returns as one of its inputs (a carried array passed on, or an
+    # invariant) are copied into a scratch first: all exits are read before any swap.
+    results = bs.results
+    shared = {r for r in results if r >= 0 and results.count(r) > 1}
+    for k, r in enumerate(results):
+        if r < 0 or r in shared:
+            emit(f"auto {L}_p{k} = dx::Tensor<{CTYPE[inits[k].dtype]}>::empty("
+                 f"{unit.shape(inits[k].shape)});")
+    emit(f"std::int64_t {L}_i = 0, {L}_trip = 0;")
+    emit(f"const dx::Shape {L}_s{{}};")
+    emit(f"const dx::Strides {L}_z{{}};")
+    cmp = "<" if step > 0 else ">"
+    emit(f"for (std::int64_t i = {start}; i {cmp} {L}_stop; i += {step}) {{")
+    args = [f"dxl_arg(&{L}_i, {L}_s, {L}_z)"]
+    args += [f"dxl_of({carried_name(v, k)})" for k in range(n)]
+    args += [f"dxl_of({L}_v{k})" for k in range(len(invariants))]
+    outs = [f"dxl_of({L}_o{ob.index})" for ob in bs.outputs]
+    emit(f"  {L}_i = i;")
+    emit(f"  ++{L}_trip;")
+    emit(f"  const dx_array {L}_in[] = {{{', '.join(args)}}};")
+    if outs:
+        emit(f"  const dx_array {L}_out[] = {{{', '.join(outs)}}};")
+    out_ptr = f"{L}_out" if outs else "nullptr"
+    emit(f"  dxk::frame {L}_f({L}_in, {len(args)}, {out_ptr}, {len(outs)}, "
+         f"{len(args)}, {len(outs)});")
+    emit(f"  {fname}({L}_f);")
+    entry = [carried_name(v, k) for k in range(n)] + [f"{L}_v{k}" for k in range(len(invariants))]
+    for k, r in enumerate(results):
+        if r < 0:  # body input -r-1: 0 is i (never carried: its dtype/shape differ)
+            emit(f"  dx::assign({L}_p{k}, {entry[-r - 2]});")
+        elif r in shared:
+            emit(f"  dx::assign({L}_p{k}, {L}_o{r});")
+    for k, r in enumerate(results):
+        other = f"{L}_p{k}" if (r < 0 or r in shared) else f"{L}_o{r}"
+        emit(f"  std::swap({carried_name(v, k)}, {other});")
+    emit("}")
+    dest = unit.buffer_ref(b)
+    if b.kind == "tmp" and b.index not in unit.declared_tmp:
+        unit.declared_tmp.add(b.index)
+        emit(f"auto {dest} = dx::Tensor<std::int64_t>::empty(dx::Shape{{}});")
+    emit(f"dx::assign({dest}, dx::scalar<std::int64_t>({L}_trip));")
+    if b.kind == "out":
+        unit.written_out.add(b.index)
+
+
+def _fresh(unit, a: ir.Value) -> str:
+    """An owned, C-contiguous copy of loop argument a, evaluated once before the loop."""
+    if a.op == "const":
+        from .codegen import scalar_literal
+        return (f"dx::Tensor<{CTYPE[a.dtype]}>(dx::Shape{{}}, "
+                f"{scalar_literal(a.attr('value'), a.dtype)})")
+    return f"dxk::eval_fresh<true>({unit.ref(a)})"
