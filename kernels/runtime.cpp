@@ -4,6 +4,7 @@
 // header set by bridge/dynexpr/cache.py, with the units' flags.
 #define DYNEXPR_RUNTIME_DEFINE 1
 #include "prelude.hpp"
+#include <dynexpr/interop/blas.hpp>
 
 // dynexpr.config.num_threads reaches the pool through these two C symbols, which the
 // bridge calls through ctypes on the runtime library it loaded (bridge/dynexpr/runtime.py);
@@ -23,4 +24,18 @@ extern "C" __attribute__((visibility("default"))) int dynexpr_rt_set_num_threads
 
 extern "C" __attribute__((visibility("default"))) int dynexpr_rt_num_threads() {
   return dynexpr::parallel::num_threads();
+}
+
+// The BLAS dx::matmul calls (Note [BLAS hook] in dynexpr/interop/blas.hpp): the bridge
+// passes the CBLAS entry points of the library NumPy links (bridge/dynexpr/blas.py);
+// nulls remove it (Eigen then). int64: the pointers take 64-bit integers (ILP64).
+extern "C" __attribute__((visibility("default"))) void dynexpr_rt_set_blas(void* sgemm, void* dgemm, void* sgemv,
+                                                                         void* dgemv, int int64) {
+  dynexpr::blas::hooks h;
+  h.sgemm = sgemm;
+  h.dgemm = dgemm;
+  h.sgemv = sgemv;
+  h.dgemv = dgemv;
+  h.int64 = int64 != 0;
+  dynexpr::blas::set_blas(h);
 }

@@ -28,7 +28,7 @@ import ctypes
 import logging
 from dataclasses import dataclass
 
-from . import cache, codegen, cxx, fperr, ir, manifest
+from . import blas, cache, codegen, cxx, fperr, ir, manifest
 from .config import config, on_change
 from .schedule import Schedule, schedule
 
@@ -136,6 +136,7 @@ def _runtime_lib():
             threads = config.num_threads
         if threads:  # 0: the pool's own default ($DYNEXPR_NUM_THREADS, else one per core)
             lib.dynexpr_rt_set_num_threads(threads)
+        blas.install(lib)  # Note [NumPy's BLAS]: dx::matmul calls NumPy's gemm/gemv
         _rt["lib"] = lib
     return _rt["lib"]
 

@@ -446,3 +446,106 @@ TEST_CASE("dx::matmul: promoted dtypes and shape errors") {
   CHECK(z.shape() == Shape{3, 2});
   for (index_t k = 0; k < z.size(); ++k) CHECK(z.data()[k] == 0.f);
 }
+
+// ---------------------------------------------------------------------------------------
+// dx::matmul through a BLAS hook (Note [BLAS hook] in dynexpr/interop/blas.hpp) and threaded
+// ---------------------------------------------------------------------------------------
+
+namespace {
+// A reference CBLAS (row-major only, as dx::matmul calls it) that counts its calls, so the
+// tests check both the values and that the BLAS path, not Eigen, computed them.
+int blas_calls = 0;
+template <class I, class T>
+void fake_gemm(int order, int ta, int tb, I m, I n, I k, T alpha, const T* a, I lda, const T* b, I ldb, T beta,
+               T* c, I ldc) {
+  REQUIRE(order == 101);
+  ++blas_calls;
+  for (I i = 0; i < m; ++i)
+    for (I j = 0; j < n; ++j) {
+      double s = 0;
+      for (I p = 0; p < k; ++p)
+        s += double(ta == 112 ? a[p * lda + i] : a[i * lda + p]) * double(tb == 112 ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = T(alpha * s + beta * double(c[i * ldc + j]) * (beta != T(0)));
+    }
+}
+template <class I, class T>
+void fake_gemv(int order, int ta, I rows, I cols, T alpha, const T* a, I lda, const T* x, I incx, T beta, T* y,
+               I incy) {
+  REQUIRE(order == 101);
+  REQUIRE(beta == T(0));
+  ++blas_calls;
+  const I len = ta == 112 ? cols : rows, inner = ta == 112 ? rows : cols;
+  for (I i = 0; i < len; ++i) {
+    double s = 0;
+    for (I p = 0; p < inner; ++p) s += double(ta == 112 ? a[p * lda + i] : a[i * lda + p]) * double(x[p * incx]);
+    y[i * incy] = T(alpha * s);
+  }
+}
+template <class I>
+dx::blas::hooks fake_hooks() {
+  dx::blas::hooks h;
+  h.sgemm = reinterpret_cast<void*>(&fake_gemm<I, float>);
+  h.dgemm = reinterpret_cast<void*>(&fake_gemm<I, double>);
+  h.sgemv = reinterpret_cast<void*>(&fake_gemv<I, float>);
+  h.dgemv = reinterpret_cast<void*>(&fake_gemv<I, double>);
+  h.int64 = sizeof(I) == 8;
+  return h;
+}
+struct hook_guard {
+  explicit hook_guard(const dx::blas::hooks& h) { dx::blas::set_blas(h); }
+  ~hook_guard() { dx::blas::set_blas({}); }
+};
+}  // namespace
+
+TEST_CASE_TEMPLATE("dx::matmul calls the hooked BLAS for float and double, any layout", T, float, double) {
+  for (const bool ilp64 : {false, true}) {
+    CAPTURE(ilp64);
+    hook_guard g(ilp64 ? fake_hooks<std::int64_t>() : fake_hooks<int>());
+    const auto a = random<T>(Shape{40, 30}, 31), b = random<T>(Shape{30, 20}, 32), bt = random<T>(Shape{20, 30}, 33);
+    const auto v = random<T>(Shape{30}, 34), w = random<T>(Shape{40}, 35);
+    blas_calls = 0;
+    expect_matmul(dx::matmul(a, b), a.view(), b.view());                                // gemm N N
+    expect_matmul(dx::matmul(a, bt.transpose()), a.view(), bt.transpose());            // gemm N T
+    expect_matmul(dx::matmul(bt, a.transpose()), bt.view(), a.transpose());             // gemm N T
+    expect_matmul(dx::matmul(b.transpose(), a.transpose()), b.transpose(), a.transpose());  // gemm T T
+    CHECK(blas_calls == 4);
+    // matrix-vector both ways and with a transposed matrix: gemv
+    const auto av = dx::matmul(a, v), at_w = dx::matmul(a.transpose(), w), va = dx::matmul(w, a);
+    CHECK(blas_calls == 7);
+    expect_matmul(av, a.view(), v.view().reshape(Shape{30, 1}));
+    expect_matmul(at_w, a.transpose(), w.view().reshape(Shape{40, 1}));
+    expect_matmul(va, w.view().reshape(Shape{1, 40}), a.view());
+    // a strided vector and a matrix with two non-unit strides (copied, then BLAS)
+    const auto v60 = random<T>(Shape{60}, 36), a80 = random<T>(Shape{80, 60}, 37);
+    const auto vs = v60.slice(dx::slice(dx::none, dx::none, 2));
+    expect_matmul(dx::matmul(a, vs), a.view(), vs.reshape(Shape{30, 1}));
+    const auto as = a80.slice(dx::slice(dx::none, dx::none, 2), dx::slice(dx::none, dx::none, 2));
+    expect_matmul(dx::matmul(as, b), as, b.view());
+    const auto ar = a.slice(dx::slice(dx::none, dx::none, -1), dx::colon);  // negative stride: copied
+    expect_matmul(dx::matmul(ar, b), ar, b.view());
+    CHECK(blas_calls == 10);
+    // batched: one call per matrix
+    const auto a3 = random<T>(Shape{3, 5, 7}, 38), b3 = random<T>(Shape{3, 7, 4}, 39);
+    const auto c3 = dx::matmul(a3, b3);
+    CHECK(blas_calls == 13);
+    for (index_t i = 0; i < 3; ++i)
+      expect_matmul(dx::Tensor<T>(c3.view().slice(i).copy()), a3.view().slice(i), b3.view().slice(i));
+    // empty products never reach BLAS; integers never do
+    const auto e = dx::matmul(random<T>(Shape{3, 0}, 40), random<T>(Shape{0, 4}, 41));
+    for (index_t i = 0; i < e.size(); ++i) CHECK(e.data()[i] == T(0));
+    (void)dx::matmul(random<std::int32_t>(Shape{4, 3}, 42), random<std::int32_t>(Shape{3, 2}, 43));
+    CHECK(blas_calls == 13);
+  }
+  CHECK(dx::blas::current().dgemm == nullptr);
+}
+
+TEST_CASE_TEMPLATE("dx::matmul of a large product splits rows over the pool", T, double, std::int64_t) {
+  const int saved = dx::parallel::num_threads();
+  dx::parallel::set_num_threads(4);
+  const auto a = random<T>(Shape{300, 120}, 44), b = random<T>(Shape{120, 90}, 45);
+  expect_matmul(dx::matmul(a, b), a.view(), b.view());
+  expect_matmul(dx::matmul(b.transpose(), a.transpose()), b.transpose(), a.transpose());
+  const auto v = random<T>(Shape{120}, 46);
+  expect_matmul(dx::matmul(a, v), a.view(), v.view().reshape(Shape{120, 1}));
+  dx::parallel::set_num_threads(saved);
+}

@@ -332,6 +332,11 @@ def matmul(ctx: Context, a: Var, b: Var) -> Var:
     dtype, kind = result_of(ask(np.matmul, ex_a, ex_b))
     loop = ufunc_loop(np.matmul, [a, b])
     g = ctx.graph
+    if dtype == "bool":
+        # NumPy's bool matmul is OR of ANDs: the int64 product (counts, >= 0) is nonzero
+        # exactly there; dx::matmul has no bool GEMM.
+        ia, ib = (astype(ctx, x, np.int64, True) for x in (a, b))
+        return ufunc(ctx, np.not_equal, [matmul(ctx, ia, ib), PyVar(0)])
     # The IR's matmul is always 2-D @ 2-D; 1-D operands are NumPy's promoted rows/columns.
     va = g.cast(a.value, loop[0])
     vb = g.cast(b.value, loop[1])

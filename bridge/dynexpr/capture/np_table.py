@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import manifest, ops
-from . import np_ops, np_views, registry
+from . import np_linalg, np_ops, np_views, registry
 from .arrays import ArrayVar
 from .errors import graph_break
 from .np_args import NOVALUE, REQUIRED, bind, const_arg, entry
@@ -408,6 +408,9 @@ _FUNCTION_ONLY = {
     "ones_like": (_LIKE_SPEC, _like(1)),
     "empty_like": (_LIKE_SPEC, _like(0)),
     "full_like": ((("fill_value", REQUIRED),) + _LIKE_SPEC, _like(None)),
+    "inner": ((("b", REQUIRED),), lambda c, x, d: np_linalg.inner(c, x, d["b"])),
+    "vdot": ((("b", REQUIRED),), lambda c, x, d: np_linalg.vdot(c, x, d["b"])),
+    "outer": ((("b", REQUIRED),), lambda c, x, d: np_linalg.outer(c, x, d["b"])),
 }
 
 

@@ -7,6 +7,8 @@
 #include <type_traits>
 
 #include "dynexpr/eval/assign.hpp"
+#include "dynexpr/interop/blas.hpp"
+#include "dynexpr/parallel/thread_pool.hpp"
 
 namespace dynexpr {
 
@@ -73,6 +75,63 @@ auto as_matrix_operand(X&& x, Tensor<T>& storage) {
     return View<const T>(storage.view());
   }
 }
+
+/// c (m x n, contiguous, fresh) = a (m x k) b (k x n) through the hooked BLAS (Note [BLAS
+/// hook] in dynexpr/interop/blas.hpp): gemv for a matrix-vector product, gemm otherwise;
+/// an operand BLAS cannot read in place is copied first. false: no BLAS for T (or an
+/// empty product, which Eigen fills).
+template <class T>
+bool blas_product(View<const T> a, View<const T> b, const View<T>& c) {
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+    return false;
+  } else {
+    const index_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+    if (m == 0 || n == 0 || k == 0 || blas::detail::gemm_ptr<T>(blas::current()) == nullptr) return false;
+    if (c.strides()[1] != 1 && n > 1) return false;
+    if (c.strides()[0] != n && m > 1) return false;
+    Tensor<T> ca, cb;
+    bool ta = false, tb = false;
+    index_t lda = 0, ldb = 0;
+    if (!blas::layout(m, k, a.strides()[0], a.strides()[1], ta, lda)) {
+      ca = a.copy();
+      a = View<const T>(ca.view());
+      blas::layout(m, k, a.strides()[0], a.strides()[1], ta, lda);
+    }
+    if (!blas::layout(k, n, b.strides()[0], b.strides()[1], tb, ldb)) {
+      cb = b.copy();
+      b = View<const T>(cb.view());
+      blas::layout(k, n, b.strides()[0], b.strides()[1], tb, ldb);
+    }
+    // A stored transposed is a row-major (k x m) matrix with leading stride lda.
+    if (n == 1 && k > 1 && blas::detail::gemv_ptr<T>(blas::current()) != nullptr) {
+      const index_t incx = b.strides()[0], incy = m > 1 ? c.strides()[0] : 1;
+      if (incx > 0)
+        return ta ? blas::gemv<T>(true, k, m, a.data(), lda, b.data(), incx, c.data(), incy)
+                  : blas::gemv<T>(false, m, k, a.data(), lda, b.data(), incx, c.data(), incy);
+    }
+    if (m == 1 && k > 1 && blas::detail::gemv_ptr<T>(blas::current()) != nullptr) {
+      const index_t incx = a.strides()[1], incy = n > 1 ? c.strides()[1] : 1;
+      if (incx > 0)  // c^T = b^T a^T
+        return tb ? blas::gemv<T>(false, n, k, b.data(), ldb, a.data(), incx, c.data(), incy)
+                  : blas::gemv<T>(true, k, n, b.data(), ldb, a.data(), incx, c.data(), incy);
+    }
+    return blas::gemm<T>(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data());
+  }
+}
+
+/// c = a b (2-D views; c fresh): BLAS where hooked, else Eigen's GEMM with the rows of a
+/// split over dynexpr's pool (Eigen threads itself only under OpenMP, which units lack).
+template <class T>
+void product(const View<const T>& a, const View<const T>& b, const View<T>& c) {
+  if (blas_product<T>(a, b, c)) return;
+  const index_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  const auto B_ = as_eigen(b);
+  // Blocks of >= 64 rows keep Eigen's panels full; work counts multiply-adds.
+  parallel::parallel_for(m, 64, 1, double(m) * double(n) * double(k), [&](index_t r0, index_t r1) {
+    auto C_ = as_eigen(c.slice(dynexpr::slice(r0, r1)));
+    C_.noalias() = as_eigen(a.slice(dynexpr::slice(r0, r1))) * B_;
+  });
+}
 }  // namespace detail
 
 /// np.matmul for 1-D, 2-D and batched 3-D operands (a batch of 1 broadcasts), through
@@ -107,11 +166,8 @@ auto matmul(A&& a, B&& b) {
   Shape out_shape = batched ? Shape{batch, m, n} : Shape{m, n};
   Tensor<T> out(out_shape);
   for (index_t i = 0; i < batch; ++i) {
-    auto A_ = as_eigen(mat(va, ba == 1 ? 0 : i));
-    auto B_ = as_eigen(mat(vb, bb == 1 ? 0 : i));
     View<T> o = batched ? out.view().slice(i) : out.view();
-    auto C_ = as_eigen(o);
-    C_.noalias() = A_ * B_;
+    detail::product<T>(mat(va, ba == 1 ? 0 : i), mat(vb, bb == 1 ? 0 : i), o);
   }
   if (a_vec && b_vec) return Tensor<T>(out.reshape(batched ? Shape{batch} : Shape{}).copy());
   if (a_vec) return out.reshape(batched ? Shape{batch, n} : Shape{n}).copy();
