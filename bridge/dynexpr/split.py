@@ -291,7 +291,8 @@ def cached(p: SplitPlan):
 
 def finish(p: SplitPlan):
     """p's callable, compiling the missing units in parallel (one compiler per core)."""
-    todo = [pp for pp in p.plans if pp.key is not None and runtime.cached(pp) is None]
+    todo = list({pp.key: pp for pp in p.plans  # equal parts (equal steps) are one unit
+                 if pp.key is not None and runtime.cached(pp) is None}.values())
     if len(todo) > 1:
         workers = min(len(todo), os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dynexpr-cc") as ex:
@@ -309,6 +310,7 @@ class SplitKernel:
         self.fns = fns
         self.n_inputs = p.schedule.n_inputs
         self.units = len(fns)
+        self.keys = [pp.key for pp in p.plans]  # the units' cache keys (equal parts: one)
         self.describe = p.describe()
         last: dict[int, int] = {}
         for n, part in enumerate(p.parts):
