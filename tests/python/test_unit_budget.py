@@ -184,3 +184,50 @@ def test_killed_compile_of_one_unit_leaves_no_half_entry(monkeypatch, tmp_path, 
     assert len(distinct) == 2
     assert {d.name for d in published} < distinct
     assert cache.stats["compiles"] - before == len(distinct) - len(published)
+
+
+_NONCE = (os.getpid() % 9973) * 1e-7  # units of this process only: never in the cache yet
+
+
+def test_background_compile_of_a_split_graph(unrolled):
+    """The tiered first call (background.py) works as for one unit: NumPy first, then
+    the units, with NumPy's results on both tiers."""
+    from dynexpr import background
+
+    dynexpr.config.background_compile = True
+    k = 0.1 + _NONCE
+    u0 = np.random.default_rng(4).random((16, 16))
+    f = dynexpr.capture(heat, backend="cpu")
+    try:
+        got_u = u0.copy()
+        assert_same(heat(u0.copy(), k, 6), f(got_u, k, 6))
+        (entry,) = f.entries
+        assert type(entry.compiled).__name__ == "Tiered"
+        assert background.synchronize(timeout=600), "the background compile did not finish"
+        got_u = u0.copy()
+        assert_same(heat(u0.copy(), k, 6), f(got_u, k, 6))
+        assert isinstance(entry.compiled, split.SplitKernel), entry.compiled
+    finally:
+        background.synchronize()
+
+
+def test_no_compiler_runs_numpy(unrolled, monkeypatch):
+    """A unit that cannot be built (here: no disk space to start g++) in a split graph
+    falls back to NumPy with the warning, as one unit does (Note [when building is not
+    possible] in backends/policy.py)."""
+    from dynexpr import cxx, toolchain
+
+    def no_space(cmd):
+        raise toolchain.unavailable(OSError(28, "No space left on device"),
+                                    f"cannot start the compiler {cmd[0]}")
+
+    monkeypatch.setattr(cxx, "_compiler", no_space)
+    k = 0.2 + _NONCE  # units no earlier test compiled
+    u0 = np.random.default_rng(5).random((16, 16))
+    f = dynexpr.capture(heat, backend="cpu")
+    got_u = u0.copy()
+    with pytest.warns(Warning, match="cannot be compiled here now"):
+        got = f(got_u, k, 6)
+    want_u = u0.copy()
+    assert_same(heat(want_u, k, 6), got)
+    assert_same(want_u, got_u)
