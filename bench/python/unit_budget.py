@@ -6,7 +6,8 @@ budget (issue 13 part 1; Note [compile budget] in bridge/dynexpr/split.py).
 Per N (graph nodes, about): builds an unrolled graph of that size (a Python loop that
 capture/reroll.py is told to leave unrolled), plans it under the budget (0: one unit)
 and compiles it cold (its units removed first; the precompiled prelude is kept). Prints
-nodes, units, source bytes, compile wall seconds and the largest g++'s peak RSS. Run
+nodes, units, source bytes, compile wall seconds, the largest g++'s peak RSS and the
+compilers' CPU seconds (user + system: what a loaded machine does not inflate). Run
 each N in its own process (`for n in ...; do python ... $n; done`): peak RSS is per
 process.
 """
@@ -62,7 +63,7 @@ def main(argv):
     dynexpr.config.unit_budget = budget
     runtime.warmup()  # the prelude is built once, outside the measurement
     print(f"{'kind':>6} {'N':>5} {'nodes':>6} {'units':>5} {'bytes':>8} {'wall s':>7} "
-          f"{'g++ MB':>7}  budget={budget}")
+          f"{'g++ MB':>7} {'cpu s':>7}  budget={budget}")
     for n in sizes:
         args = make(max(1, round(n / per_step)))
         tr = translate(fn, args)
@@ -71,13 +72,16 @@ def main(argv):
         for pp in plans:
             if pp.key:
                 shutil.rmtree(cache.unit_dir(pp.key), ignore_errors=True)
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         f = split.finish(p) if isinstance(p, split.SplitPlan) else runtime.finish(p).fn
         dt = time.perf_counter() - t0
-        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rss = r1.ru_maxrss / 1024
+        cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
         nodes = split.body_nodes(tr.graph)
         print(f"{kind:>6} {n:>5} {nodes:>6} {len(plans):>5} {len(p.source):>8} {dt:>7.1f} "
-              f"{rss:>7.0f}", flush=True)
+              f"{rss:>7.0f} {cpu:>7.1f}", flush=True)
 
 
 if __name__ == "__main__":
