@@ -58,7 +58,7 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
     ),
     "unit_budget": (
         int,
-        lambda: int(os.environ.get("DYNEXPR_UNIT_BUDGET", "1000") or 0),
+        lambda: int(os.environ.get("DYNEXPR_UNIT_BUDGET", "500") or 0),
         "the most graph nodes one compiled unit holds; a larger graph is split into "
         "several units compiled in parallel (Note [compile budget] in split.py); "
         "0 = no limit ($DYNEXPR_UNIT_BUDGET)",
