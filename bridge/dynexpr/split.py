@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cxx, ir, runtime
+from . import cache, cxx, ir, runtime
 from .config import config
 from .schedule import Buffer, Kernel, Schedule, schedule
 from .toolchain import sha as _sha
@@ -294,7 +294,7 @@ def cached(p: SplitPlan):
 def finish(p: SplitPlan):
     """p's callable, compiling the missing units in parallel (one compiler per core)."""
     todo = list({pp.key: pp for pp in p.plans  # equal parts (equal steps) are one unit
-                 if pp.key is not None and runtime.cached(pp) is None}.values())
+                 if pp.key is not None and cache.lookup(pp.key, cxx.ARTIFACT) is None}.values())
     if len(todo) > 1:
         workers = min(len(todo), os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dynexpr-cc") as ex:

@@ -89,7 +89,7 @@ def test_several_results_and_dtypes_across_units(unrolled):
 def test_explain_says_how_a_graph_is_split(unrolled):
     u = np.random.default_rng(1).random((16, 16))
     text = str(dynexpr.explain(heat, u, 0.1, 6))
-    assert f"split into " in text and f"(budget {BUDGET} nodes" in text
+    assert "split into " in text and f"(budget {BUDGET} nodes" in text
     k = int(text.split("split into ")[1].split()[0])
     assert k > 1
     dynexpr.config.unit_budget = 0  # no budget: one unit, nothing said
