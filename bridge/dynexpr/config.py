@@ -56,6 +56,13 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
         "the plain function (re-checked now and then); False: always the compiled path, "
         "for benchmarking it alone ($DYNEXPR_PLAIN_FALLBACK=0)",
     ),
+    "unit_budget": (
+        int,
+        lambda: int(os.environ.get("DYNEXPR_UNIT_BUDGET", "500") or 0),
+        "the most graph nodes one compiled unit holds; a larger graph is split into "
+        "several units compiled in parallel (Note [compile budget] in split.py); "
+        "0 = no limit ($DYNEXPR_UNIT_BUDGET)",
+    ),
     "verbose": (bool, lambda: False, "print a line for each capture and compile"),
 }
 

@@ -74,6 +74,14 @@ class ExplainOutput:
     judged: list[str] = field(default_factory=list)
 
     @property
+    def units(self) -> list[str]:
+        """Per graph, what the cpu backend compiles it into: "one unit (...)" or "split
+        into K units (budget ...)" (Note [compile budget] in split.py)."""
+        from . import split
+
+        return [split.describe(g) for g in self.graphs]
+
+    @property
     def runs_plain(self) -> list[str]:
         """The judged entries that run the plain function (compiling did not pay)."""
         return [line for line in self.judged if "runs plain" in line]
@@ -100,6 +108,9 @@ class ExplainOutput:
                  share]
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"Ops in graph {i} ({len(ops)}): {', '.join(ops) or '(none)'}")
+        for i, unit in enumerate(self.units):
+            if unit.startswith("split"):
+                lines.append(f"Graph {i} is {unit}")
         for i, g in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines += ["    " + line for line in g.canonical().splitlines()]

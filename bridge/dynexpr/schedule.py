@@ -13,7 +13,8 @@ Note [fusion boundaries]
 Materialised: outputs, reductions (their pointwise input is fused into them), matmul,
 setitem, final values of mutated arguments, values a view is taken of, and pointwise
 values used more than once (after structural hashing, so a common subexpression is
-computed once, not once per use as a plain expression template would). With fuse=False
+computed once, not once per use as a plain expression template would), and a pointwise
+value at MAX_FUSED_DEPTH in its expression (Note [fused depth]). With fuse=False
 every computing value is materialised: one kernel per op, through the same pipeline.
 
 A Kernel is one materialisation, or a run of pointwise ones writing buffers of one shape
@@ -28,6 +29,19 @@ from dataclasses import dataclass, field
 from . import ir
 
 POINTWISE_STRUCTURAL = ("where", "astype")
+
+# Note [fused depth]
+# A fused expression is one C++ expression-template type nested as deep as the
+# expression: an unrolled chain of single-use pointwise ops (x = tanh(x * a + y), T
+# times) would nest 3T deep, past g++'s template depth limit (900) at T ~ 65, and its
+# compile time grows with the square of the type's length well before. So a lazy value
+# that would sit MAX_FUSED_DEPTH ops deep is materialised: the chain becomes kernels of
+# at most that depth, which the compile budget (split.py) can then cut into units.
+# bench/python/unit_budget.py --kind fused: 200 nodes compile in 4.4 s at depth 8, 6.8 s
+# at 16, 11.6 s at 32 (2.3 s for a chain materialised every 4 ops); 16 is deeper than
+# the formulas people write in one statement, so only unrolled chains are cut, and one
+# store and load per 16 fused ops costs little.
+MAX_FUSED_DEPTH = 16
 LEAF_OPS = ("input", "const", "full")
 
 
@@ -204,12 +218,19 @@ def schedule(graph: ir.Graph, fuse: bool = True) -> Schedule:
 
 def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
     mat: set[int] = set()
+    depth: dict[int, int] = {}  # a lazy value's depth in its fused expression
     for v in values:
         if v.op in LEAF_OPS or v.op in ir.VIEWS:
             if v.id in roots and v.op != "input":
                 mat.add(v.id)  # an output that is a constant or a view: copied
         elif not is_pointwise(v) or v.id in roots or not fuse or len(users[v.id]) > 1 or any(u.op in ir.VIEWS for u in users[v.id]):
             mat.add(v.id)
+        else:
+            d = 1 + max((depth.get(a.id, 0) for a in v.args), default=0)
+            if d >= MAX_FUSED_DEPTH:  # Note [fused depth]
+                mat.add(v.id)
+            else:
+                depth[v.id] = d
     return mat
 
 

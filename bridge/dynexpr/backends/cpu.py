@@ -1,7 +1,8 @@
 """backend="cpu": the graph scheduled and generated as one C++ unit of dynexpr's
 expression templates (runtime.plan: schedule -> codegen), compiled by the host C++
 compiler (cxx.py: g++ with -march=native and a precompiled prelude) into the store
-(cache.py) as `unit.so`, and loaded as a dynexpr._native.Kernel (runtime.py)."""
+(cache.py) as `unit.so`, and loaded as a dynexpr._native.Kernel (runtime.py). A graph
+over the compile budget is several such units, called in order (split.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import cxx, runtime
+from .. import cxx, runtime, split
 from ..diagnostics import _state
 from .base import Backend, Plan
 
@@ -36,12 +37,17 @@ class CpuBackend(Backend):
         return cxx.toolchain()
 
     def codegen(self, graph, example_inputs: Sequence[Any], *, fuse: bool = True) -> Plan:
-        p = runtime.plan(graph, fuse=fuse)
+        # A graph over the compile budget is several units (Note [compile budget]).
+        p = split.plan(graph, fuse=fuse)
         return Plan(graph, p.key, p.source, p)
 
     def cached(self, plan: Plan) -> Callable | None:
+        if isinstance(plan.detail, split.SplitPlan):
+            return split.cached(plan.detail)
         ready = runtime.cached(plan.detail)
         return None if ready is None else ready.fn
 
     def build(self, plan: Plan) -> Callable:
+        if isinstance(plan.detail, split.SplitPlan):
+            return split.finish(plan.detail)
         return runtime.finish(plan.detail).fn
