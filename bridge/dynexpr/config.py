@@ -56,6 +56,13 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
         "the plain function (re-checked now and then); False: always the compiled path, "
         "for benchmarking it alone ($DYNEXPR_PLAIN_FALLBACK=0)",
     ),
+    "resume_as_code": (
+        bool,
+        lambda: os.environ.get("DYNEXPR_RESUME_AS_CODE", "1") not in ("0", "false", "no"),
+        "after a graph break inside a loop, the rest of the call runs as real bytecode "
+        "(CPython at full speed, no compiled segments after it); False: resume segment by "
+        "segment through dynexpr's interpreter ($DYNEXPR_RESUME_AS_CODE=0)",
+    ),
     "verbose": (bool, lambda: False, "print a line for each capture and compile"),
 }
 

@@ -223,6 +223,22 @@ def resume_code(code: types.CodeType, offset: int, names: tuple, kinds: tuple
                    code.co_qualname))
 
 
+def _loops(code) -> tuple:
+    """(head, jump) offsets of each backward jump: the loops of `code`."""
+    return tuple((inst.argval, inst.offset) for inst in dis.get_instructions(code)
+                 if inst.opcode in dis.hasjrel and isinstance(inst.argval, int)
+                 and inst.argval <= inst.offset and "BACKWARD" in inst.opname)
+
+
+_loop_memo = Memo(_loops)
+
+
+def in_loop(code: types.CodeType, offset: int) -> bool:
+    """Whether the instruction at `offset` lies between a backward jump's target and
+    the jump: code that may run again in the same call."""
+    return any(head <= offset <= jump for head, jump in _loop_memo(code))
+
+
 def resume_function(fn: types.FunctionType, offset: int, names: tuple, kinds: tuple
                     ) -> types.FunctionType:
     """fn's resume code as a function of fn's globals and closure."""
@@ -240,4 +256,4 @@ def resume_args(varnames: tuple, locals_: dict, stack: list, kinds: tuple) -> li
     return args
 
 
-__all__ = ["ResumeCodeError", "resume_code", "resume_function", "resume_args"]
+__all__ = ["ResumeCodeError", "in_loop", "resume_code", "resume_function", "resume_args"]
