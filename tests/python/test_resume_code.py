@@ -340,3 +340,25 @@ def test_plain_copy_is_unchanged():
     assert adler32.__code__.co_code == before
     data = np.frombuffer(b"abc", dtype=np.uint8)
     assert resume_function(adler32, 0, ("data",), ())(data, None, None, None) == adler32(data)
+
+
+def test_loops_are_backward_jumps_reached_without_exceptions():
+    from dynexpr.capture.resume_code import in_loop
+
+    def with_no_loop(x, log):
+        with Ctx(log):
+            y = x + 1
+        try:
+            z = y * 2
+        except ValueError:
+            z = y
+        return z
+
+    offsets = [i.offset for i in instructions_of(with_no_loop.__code__)[0]]
+    assert not any(in_loop(with_no_loop.__code__, o) for o in offsets)
+    loop_offsets = [o for o, _ in ((i.offset, 0) for i in instructions_of(adler32.__code__)[0])
+                    if in_loop(adler32.__code__, o)]
+    assert loop_offsets and loop_offsets[0] > 0
+    first_byte = [i.offset for i in instructions_of(adler32.__code__)[0]
+                  if i.opname == "STORE_FAST" and i.argval == "byte"][0]
+    assert in_loop(adler32.__code__, first_byte)

@@ -223,11 +223,33 @@ def resume_code(code: types.CodeType, offset: int, names: tuple, kinds: tuple
                    code.co_qualname))
 
 
+_ENDS = frozenset(("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"))
+_JUMPS = frozenset(_OP[n] for n in ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP",
+                                    "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_NO_INTERRUPT")
+                   if n in _OP)
+
+
 def _loops(code) -> tuple:
-    """(head, jump) offsets of each backward jump: the loops of `code`."""
-    return tuple((inst.argval, inst.offset) for inst in dis.get_instructions(code)
-                 if inst.opcode in dis.hasjrel and isinstance(inst.argval, int)
-                 and inst.argval <= inst.offset and "BACKWARD" in inst.opname)
+    """(head, jump) offsets of each backward jump that the code reaches without an
+    exception: the loops of `code`. (3.12+ moves exception cleanup to the end of the
+    code and jumps back from there to the code after a `with` or `try`: no loop.)"""
+    insts = list(dis.get_instructions(code))
+    index = {inst.offset: k for k, inst in enumerate(insts)}
+    reached, todo = set(), [0]
+    while todo:
+        k = todo.pop()
+        if k in reached or k >= len(insts):
+            continue
+        reached.add(k)
+        inst = insts[k]
+        has_target = inst.opcode in dis.hasjrel or inst.opcode in dis.hasjabs
+        if has_target and isinstance(inst.argval, int) and inst.argval in index:
+            todo.append(index[inst.argval])
+        if inst.opname not in _ENDS and not (has_target and inst.opcode in _JUMPS):
+            todo.append(k + 1)
+    return tuple((insts[k].argval, insts[k].offset) for k in reached
+                 if "BACKWARD" in insts[k].opname and isinstance(insts[k].argval, int)
+                 and insts[k].argval <= insts[k].offset)
 
 
 _loop_memo = Memo(_loops)
