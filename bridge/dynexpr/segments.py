@@ -108,6 +108,11 @@ class Segments:
             if r is not None and r.empty:
                 if trace is not None:
                     trace.append(("break", seg.reason))
+                real = self._real(run)  # a loop starts here that breaks inside
+                if real is not None:
+                    if trace is None:
+                        return real()
+                    plain = True
                 continue
             if trace is not None:
                 trace.append(("graph", seg.translation))

@@ -155,3 +155,22 @@ def test_break_outside_a_loop_keeps_compiled_segments():
     for _ in range(2):
         assert_same(two_chains(copy.deepcopy(x)), f(x))
     assert f._segments.entries == 1 and not f._segments.real
+
+
+def _holds_iterator(t) -> bool:
+    return isinstance(t, tuple) and (t[:1] == ("iter",) or t[:1] == ("listiter",) or any(
+        _holds_iterator(c) for c in t))
+
+
+@pytest.mark.parametrize("fn, make", [CASES[0], CASES[2], CASES[4]], ids=["bytes", "range",
+                                                                           "nested"])
+def test_the_segment_before_the_loop_stops_where_the_loop_starts(fn, make):
+    # Stopped at the loop's start, the frame holds the iterable (an array, a range), not
+    # an iterator that each call would rebuild item by item.
+    f = dynexpr.capture(fn, backend="eager")
+    args = make()
+    assert_same(fn(*make()), f(*args))
+    r = f.entries[0].resume
+    assert not any(_holds_iterator(t) for t in r.locals_t + r.stack_t), r
+    insts = list(__import__("dis").get_instructions(fn))
+    assert insts[r.ip].opname == "GET_ITER"

@@ -247,18 +247,43 @@ def _loops(code) -> tuple:
             todo.append(index[inst.argval])
         if inst.opname not in _ENDS and not (has_target and inst.opcode in _JUMPS):
             todo.append(k + 1)
-    return tuple((insts[k].argval, insts[k].offset) for k in reached
-                 if "BACKWARD" in insts[k].opname and isinstance(insts[k].argval, int)
-                 and insts[k].argval <= insts[k].offset)
+    loops = []
+    for k in sorted(reached):
+        inst = insts[k]
+        if ("BACKWARD" in inst.opname and isinstance(inst.argval, int)
+                and inst.argval <= inst.offset):
+            # A for loop starts at the GET_ITER before its head: resumed there, the
+            # frame holds the iterable, not an iterator to rebuild item by item.
+            h = index[inst.argval]
+            entry = insts[h - 1].offset if h and insts[h - 1].opname == "GET_ITER" else \
+                inst.argval
+            loops.append((entry, inst.offset))
+    return tuple(sorted(loops))
 
 
 _loop_memo = Memo(_loops)
 
 
 def in_loop(code: types.CodeType, offset: int) -> bool:
-    """Whether the instruction at `offset` lies between a backward jump's target and
-    the jump: code that may run again in the same call."""
-    return any(head <= offset <= jump for head, jump in _loop_memo(code))
+    """Whether the instruction at `offset` lies between a loop's start (its head, the
+    target of a backward jump, or the GET_ITER before it) and its backward jump: code
+    that may run again in the same call."""
+    return any(start <= offset <= jump for start, jump in _loop_memo(code))
+
+
+def loop_start_step(code: types.CodeType, insts: list, ip: int, first: dict) -> int | None:
+    """For a translation that breaks at instruction index `ip` inside a loop: the step
+    (first[index] = the top frame's step that ran instruction index first) of the
+    outermost enclosing loop's start that this translation ran, to stop there instead
+    (the loop then runs as real bytecode from its start); None if there is none."""
+    offset = insts[ip].offset
+    index = {inst.offset: k for k, inst in enumerate(insts)}
+    for start, jump in _loop_memo(code):  # sorted: outer loops start first
+        if start <= offset <= jump:
+            step = first.get(index[start])
+            if step is not None:
+                return step
+    return None
 
 
 def resume_function(fn: types.FunctionType, offset: int, names: tuple, kinds: tuple
@@ -278,4 +303,4 @@ def resume_args(varnames: tuple, locals_: dict, stack: list, kinds: tuple) -> li
     return args
 
 
-__all__ = ["ResumeCodeError", "in_loop", "resume_code", "resume_function", "resume_args"]
+__all__ = ["ResumeCodeError", "in_loop", "loop_start_step", "resume_code", "resume_function", "resume_args"]
