@@ -118,7 +118,11 @@ def run_top(fn: Any, make_frame, dyn: Any = None, resumable: bool = False,
             # and one interpreted break per iteration.
             start = loop_start_step(frame.code, frame.instructions, ip, ctx.pause.first)
             if start is not None and start < steps:
-                return run_top(fn, make_frame, dyn, resumable, (start, original), strict)
+                saved = original.reason, original.pause
+                try:
+                    return run_top(fn, make_frame, dyn, resumable, (start, original), strict)
+                except Unsupported:  # no state to hand over there: stop at the break
+                    original.reason, original.pause = saved
         try:
             return finalize_state(ctx, original, ip, stack, locals_, frame.code, steps == 1)
         except Unsupported as why:
