@@ -146,7 +146,7 @@ class Segments:
             return None
         stack = run.stack
         kinds = tuple(1 if v is NULL else 2 if v is UNBOUND else 0 for v in stack)
-        names = tuple(run.locals)
+        names = tuple(n for n in code.co_varnames if n in run.locals)  # one key per layout
         key = (run.i, names, kinds)
         f = self.real.get(key, _MISSING)
         if f is _MISSING:
