@@ -63,6 +63,13 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
         "several units compiled in parallel (Note [compile budget] in split.py); "
         "0 = no limit ($DYNEXPR_UNIT_BUDGET)",
     ),
+    "resume_as_code": (
+        bool,
+        lambda: os.environ.get("DYNEXPR_RESUME_AS_CODE", "1") not in ("0", "false", "no"),
+        "after a graph break inside a loop, the rest of the call runs as real bytecode "
+        "(CPython at full speed, no compiled segments after it); False: resume segment by "
+        "segment through dynexpr's interpreter ($DYNEXPR_RESUME_AS_CODE=0)",
+    ),
     "verbose": (bool, lambda: False, "print a line for each capture and compile"),
 }
 

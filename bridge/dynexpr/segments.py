@@ -6,6 +6,11 @@ entries are cached with their guards over the frame's values, as the function's 
 entries are over its arguments; a point that needs more than config.recompile_limit
 entries (a loop whose counter every segment depends on) runs as plain Python for the
 rest of that call.
+
+A break inside a loop (Note [resume code] in capture/resume_code.py) would pay that on
+every iteration: the interpreter for each instruction and a guard selection for each
+segment. There the rest of the call runs as a real code object instead, CPython from
+the breaking instruction on, with NumPy for the array work: what plain Python costs.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from .capture import dynamic
 from .capture.concrete import NULL, Returned, Run, protected
 from .capture.frame import instructions_of
 from .capture.resume import build, translate_segment
+from .capture.resume_code import ResumeCodeError, in_loop, resume_args, resume_function
 from .capture.translate import translate_dynamic
 from .capture.variables import UNBOUND
 from .config import config
@@ -58,11 +64,15 @@ class Segments:
         # Note [one compile per guard set] (captured.py), for the entries of resume points.
         self.lock = threading.RLock()
         self.trace: list | None = None  # explain: ("graph", tr) / ("break", reason) / ("python",)
+        # (ip, names, kinds) -> the resume function that runs the rest of the call from
+        # a break inside a loop, or None where the interpreter must (Note [resume code]).
+        self.real: dict[tuple, Any] = {}
 
     def clear(self) -> None:
         with self.lock:
             self.points = {}
             self.dims = {}
+            self.real = {}
             self.entries = 0
 
     def all_entries(self) -> list:
@@ -77,8 +87,11 @@ class Segments:
         run = Run(fn, insts, index_of, [], {}, 0)
         self._restore(run, entry, outs, state)
         guarded = protected(fn.__code__)  # try/with blocks: always run here
-        plain = False
         trace = self.trace
+        real = self._real(run)
+        if real is not None and trace is None:
+            return real()
+        plain = real is not None  # explain: the same instructions, counted as Python
         while True:
             if trace is not None:
                 self._note_python(run)
@@ -95,6 +108,11 @@ class Segments:
             if r is not None and r.empty:
                 if trace is not None:
                     trace.append(("break", seg.reason))
+                real = self._real(run)  # a loop starts here that breaks inside
+                if real is not None:
+                    if trace is None:
+                        return real()
+                    plain = True
                 continue
             if trace is not None:
                 trace.append(("graph", seg.translation))
@@ -102,6 +120,11 @@ class Segments:
             if type(result) is not _Stopped:
                 return result
             self._restore(run, seg, result.outs, state)
+            real = self._real(run)
+            if real is not None:
+                if trace is None:
+                    return real()
+                plain = True
 
     def _restore(self, run: Run, entry, outs: tuple, state: Any) -> None:
         r = entry.resume
@@ -111,6 +134,33 @@ class Segments:
         run.i = r.ip
         if self.trace is not None:
             self.trace.append(("break", r.reason))
+
+    def _real(self, run: Run):
+        """A call that runs the rest of the frame `run` holds as real bytecode, when it
+        stopped inside a loop (Note [resume code]); None: the interpreter goes on."""
+        if not config.resume_as_code or run.handling is not None:
+            return None
+        code = run.fn.__code__
+        offset = run.insts[run.i].offset
+        if not in_loop(code, offset):
+            return None
+        stack = run.stack
+        kinds = tuple(1 if v is NULL else 2 if v is UNBOUND else 0 for v in stack)
+        names = tuple(n for n in code.co_varnames if n in run.locals)  # one key per layout
+        key = (run.i, names, kinds)
+        f = self.real.get(key, _MISSING)
+        if f is _MISSING:
+            try:
+                f = resume_function(run.fn, offset, names, kinds)
+            except ResumeCodeError as e:
+                logs.get("graph_breaks").debug("%s: resumes by interpreter: %s",
+                                               run.fn.__qualname__, e)
+                f = None
+            self.real[key] = f
+        if f is None:
+            return None
+        args = resume_args(code.co_varnames, run.locals, stack, kinds)
+        return lambda: f(*args)
 
     def _select(self, run: Run) -> tuple:
         """The entry for the frame as it is now (translated on a miss), and the frame's
@@ -208,6 +258,9 @@ class Segments:
                 isinstance(v, _ARRAYS) or isinstance(getattr(v, "__self__", None), _ARRAYS)
                 for v in run.stack[-4:]):
             self.trace.append(("python",))
+
+
+_MISSING = object()
 
 
 class _Stopped:

@@ -28,7 +28,7 @@ def _fresh_dynexpr():
     saved = {
         k: getattr(dynexpr.config, k)
         for k in ("recompile_limit", "suppress_errors", "accumulated_recompile_limit",
-                  "background_compile", "plain_fallback")
+                  "background_compile", "plain_fallback", "resume_as_code")
     }
     # The tests check the compiled kernels, so the first call waits for the compiler
     # instead of running NumPy meanwhile (test_background.py tests that tier).

@@ -119,6 +119,7 @@ class Frame:
             if pausable:
                 p = ctx.pause
                 p.steps += 1
+                p.first.setdefault(self.ip, p.steps)  # where a loop starts (resume_code.py)
                 before = (self.ip, list(self.stack), dict(self.locals),
                           ctx.session.effects())
                 guarded = self.ip in p.protected

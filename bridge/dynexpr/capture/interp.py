@@ -24,6 +24,11 @@ the code's exception table as in CPython. Code this interpreter cannot run (gene
 cells of inner functions, except*), and code that calls what looks at its caller's
 frame's locals or stack (inspect, sys._getframe, locals()), is never resumed:
 such a function runs as plain Python from its first break, as before (`not_resumable`).
+
+A break inside a loop does not come here turn after turn: the segment before it stops
+where the loop starts and the rest of the call runs as a real code object (Note [resume
+code] in resume_code.py); this interpreter keeps the breaks outside loops, explain's
+runs, and the layouts resume code refuses.
 """
 
 from __future__ import annotations

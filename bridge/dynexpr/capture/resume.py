@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import eager, ir
+from ..config import config
 from ..guards import resolve
 from .arrays import ArrayVar
 from .builder import Context
@@ -35,6 +36,7 @@ from .errors import BreakReason, InternalError, Unsupported, graph_break
 from .frame import LazyArg
 from .np_table import QuietErrors
 from .output import Translation, _Outputs, _rebuild, finalize
+from .resume_code import loop_start_step
 from .versions import translator
 from .variables import (
     NULL,
@@ -80,6 +82,7 @@ class Pause:
         self.protected = protected(code)
         self.strict = strict
         self.entered = False
+        self.first: dict[int, int] = {}  # instruction index -> the step that first ran it
 
     def paused(self, e: Unsupported, frame, before: tuple) -> None:
         ip, stack, locals_, effects = before
@@ -109,6 +112,17 @@ def run_top(fn: Any, make_frame, dyn: Any = None, resumable: bool = False,
             return run_top(fn, make_frame, dyn, resumable, stop, strict=True)
         if dirty:  # the instruction changed shared state before it broke: stop before it
             return run_top(fn, make_frame, dyn, resumable, (steps, original), strict)
+        if ctx.pause.stop_at is None and config.resume_as_code:
+            # A break inside a loop: stop where the loop starts, and the whole loop runs
+            # as real bytecode (Note [resume code] in resume_code.py), not one segment
+            # and one interpreted break per iteration.
+            start = loop_start_step(frame.code, frame.instructions, ip, ctx.pause.first)
+            if start is not None and start < steps:
+                saved = original.reason, original.pause
+                try:
+                    return run_top(fn, make_frame, dyn, resumable, (start, original), strict)
+                except Unsupported:  # no state to hand over there: stop at the break
+                    original.reason, original.pause = saved
         try:
             return finalize_state(ctx, original, ip, stack, locals_, frame.code, steps == 1)
         except Unsupported as why:
