@@ -104,6 +104,8 @@ class Context:
         self.pause = None  # resume.Pause in a resumable translation
         self.loops: list = []  # IteratorVars over ranges, with their iterations' marks
         self.range_stops: dict[int, tuple] = {}  # id(range) -> its stop's source
+        self.truncate_loops = False  # Note [stopping the unrolling early] (truncate.py)
+        self.truncated = False  # a loop stopped unrolling early in this translation
         self.inlining: dict = {}  # code object -> frames of it being inlined now (recursion)
         # A resumed segment's frame values that are floats: 0-d inputs, not constants.
         self.scalar_inputs = False

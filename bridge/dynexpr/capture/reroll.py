@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ir
+from .truncate import Untruncate
 
 ENABLED = True  # tests turn it off to compare against the unrolled graph
 MIN_TRIPS = 3  # iteration 0 stays unrolled; at least two iterations to compare
@@ -50,10 +51,11 @@ def iterations(ctx: Any, new: dict[int, ir.Value]) -> list[tuple[range, list[lis
     out = []
     for it in ctx.loops:
         rng, marks, stop_source = it.marks
-        if len(rng) < MIN_TRIPS or len(marks) != len(rng) + 1:
+        # A truncated loop (truncate.py) ends at its last translated iteration's mark.
+        if len(rng) < MIN_TRIPS or (len(marks) != len(rng) + 1 and not it.truncated):
             continue  # too short, or left early (break, return, a graph break)
         segs = [[new[v.id] for v in values[a:b] if v.id in new] for a, b in zip(marks, marks[1:])]
-        out.append(((rng, stop_source), segs))
+        out.append(((rng, stop_source, it.truncated), segs))
     return out
 
 
@@ -61,6 +63,8 @@ def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
     """g with its rollable loops rolled, and its input sources (`sources`, extended by
     the stops read at call time)."""
     if not ENABLED:
+        if any(r[2] for r, _ in loops):  # only a rolled loop runs its untranslated rest
+            raise Untruncate("loops are not rolled (reroll.ENABLED is off)")
         return g, sources
     sources = list(sources)
     # Outermost (largest) loops first; a loop inside one already rolled is part of its
@@ -68,7 +72,7 @@ def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
     for k in sorted(range(len(loops)), key=lambda k: -sum(len(s) for s in loops[k][1])):
         rng, segs = loops[k]
         if not any(segs[1:]):
-            continue
+            continue  # (a truncated loop with no array work left nothing out)
         # Hash-consing can share a value between iterations (`u[i+1]` of one is `u[i-1]`
         # of the one after next), so the first iterations may build more values than the
         # rest: leave up to LEAD of them unrolled before the region that is one body.
@@ -78,6 +82,8 @@ def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
                 break
             result = _roll(g, (rng[0][m:], rng[1]), segs[m:], sources)
         if result is None:
+            if rng[2]:  # its later iterations were never translated
+                raise Untruncate(f"a loop over {rng[0]} is not one computation")
             continue
         g, remap = result
         loops = [(r, [[remap[id(v)] for v in s if id(v) in remap] for s in ss]) for r, ss in loops]
@@ -254,7 +260,7 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
 
     # The outer graph: values that do not depend on the loop, the loop, then the rest.
     start = rng.start + rng.step
-    stop = rng.start + rng.step * T
+    stop = rng.start + rng.step * len(rng)  # the whole range (truncated: more than T)
     depends: set[int] = set()
     for v in users_outside:
         if any(id(a) in where or id(a) in depends for a in v.args):
