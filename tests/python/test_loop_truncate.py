@@ -168,3 +168,49 @@ def test_long_loop_past_the_budget_runs_compiled():
     assert got is u
     ex = dynexpr.explain(heat_2d, u.copy(), 0.05, 3000)
     assert ex.graph_break_count == 0, ex.break_reasons
+
+
+def heat_1d_and_t(u, T):
+    for t in range(T):
+        u[1:-1] = u[1:-1] + 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return u, t
+
+
+def _run_all(fn, calls, backend="cpu"):
+    captured = dynexpr.capture(fn, backend=backend)
+    for args in calls:
+        expected_args, got_args = copy.deepcopy(args), copy.deepcopy(args)
+        expected = fn(*expected_args)
+        assert_same(expected, captured(*got_args))
+        assert_same(expected_args[0], got_args[0], "argument after the call")
+    return captured
+
+
+def test_new_trip_count_reuses_the_entry():
+    """T's VALUE guard is relaxed to `T > 0` for a truncated, rolled loop (relax.py): a
+    new T (past the truncation threshold) neither translates nor compiles again."""
+    r = np.random.default_rng(7)
+    calls = [(r.random((7, 6)), 0.1, T) for T in (30, 200, 45)]
+    captured = _run_all(heat_2d, calls)
+    assert captured.cache_info().entries == 1
+    _run_all(heat_2d, [(r.random((7, 6)), 0.1, 5)])  # short: its own (exact) entry
+
+
+def test_relaxed_guard_keeps_offsets_in_bounds():
+    """x[i] with x of 40 elements: T up to 40 shares the entry; T = 41 indexes past the
+    end, so it is not taken: it translates again and raises IndexError as NumPy does."""
+    r = np.random.default_rng(8)
+    calls = [(r.random(40), 0.5, r.random(40), T) for T in (30, 40, 12)]
+    captured = _run_all(recurrence, calls)
+    assert captured.cache_info().entries == 1
+    x = r.random(40)
+    with pytest.raises(IndexError):
+        recurrence(x.copy(), 0.5, r.random(40), 41)
+    with pytest.raises(IndexError):
+        captured(x, 0.5, r.random(40), 41)
+
+
+def test_loop_variable_read_after_the_loop_keeps_the_value_guard():
+    r = np.random.default_rng(9)
+    captured = _run_all(heat_1d_and_t, [(r.random(9), T) for T in (30, 40)])
+    assert captured.cache_info().entries == 2

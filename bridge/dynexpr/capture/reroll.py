@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ir
+from . import relax
 from .truncate import Untruncate
 
 ENABLED = True  # tests turn it off to compare against the unrolled graph
@@ -55,13 +56,14 @@ def iterations(ctx: Any, new: dict[int, ir.Value]) -> list[tuple[range, list[lis
         if len(rng) < MIN_TRIPS or (len(marks) != len(rng) + 1 and not it.truncated):
             continue  # too short, or left early (break, return, a graph break)
         segs = [[new[v.id] for v in values[a:b] if v.id in new] for a, b in zip(marks, marks[1:])]
-        out.append(((rng, stop_source, it.truncated), segs))
+        out.append(((rng, stop_source, it.truncated, it), segs))
     return out
 
 
-def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
+def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir.Graph, list]:
     """g with its rollable loops rolled, and its input sources (`sources`, extended by
-    the stops read at call time)."""
+    the stops read at call time); with ctx, the guard of a truncated loop's stop is
+    relaxed (relax.py)."""
     if not ENABLED:
         if any(r[2] for r, _ in loops):  # only a rolled loop runs its untranslated rest
             raise Untruncate("loops are not rolled (reroll.ENABLED is off)")
@@ -81,11 +83,14 @@ def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
             if len(segs) - m < MIN_TRIPS or result is not None:
                 break
             result = _roll(g, (rng[0][m:], rng[1]), segs[m:], sources)
+            lead = m + 1
         if result is None:
             if rng[2]:  # its later iterations were never translated
                 raise Untruncate(f"a loop over {rng[0]} is not one computation")
             continue
-        g, remap = result
+        if rng[2] and rng[1] is not None and ctx is not None:
+            relax.relax(ctx, rng[1], rng[0], lead, result[2], rng[3])
+        g, remap = result[:2]
         loops = [(r, [[remap[id(v)] for v in s if id(v) in remap] for s in ss]) for r, ss in loops]
     return g, sources
 
@@ -293,4 +298,4 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
     out.outputs = [final(o) for o in g.outputs]
     out.mutations = [(i, final(f)) for i, f in g.mutations]
     out.quiet = g.quiet
-    return out, remap
+    return out, remap, body

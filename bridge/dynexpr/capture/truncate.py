@@ -19,8 +19,9 @@ rolls it with the full range's stop, and when it cannot (the iterations were not
 computation, or a value after the loop is not one the loop carries), it raises
 Untruncate and the translation runs again with every iteration (resume.run_top). A graph
 break in a translation with a truncated loop also translates again without truncation,
-so no resume state ever comes from a loop that was cut short. T's VALUE guard stays: a
-new T translates again (cheaply) and compiles nothing.
+so no resume state ever comes from a loop that was cut short. When the stop is an int
+argument read by nothing else, its VALUE guard becomes the range of trip counts the
+graph is right for (relax.py): a new T reuses the entry without translating.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from .arrays import ArrayVar
-from .variables import DictVar, IteratorVar, ListVar, LoopIndexVar, PyVar
+from .variables import DictVar, FinalIndexVar, IteratorVar, ListVar, LoopIndexVar, PyVar
 
 AT = 8  # iterations translated before the rest may be skipped (LEAD + 2 compared, and more)
 _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None))
@@ -61,7 +62,7 @@ def stop_early(frame: Any, it: IteratorVar) -> bool:
     last = rng[-1]
     for name, v in list(frame.locals.items()):
         if isinstance(v, LoopIndexVar) and v.it is it:
-            frame.locals[name] = PyVar(v.mul * last + v.add)
+            frame.locals[name] = FinalIndexVar(v.mul * last + v.add, it)
     it.pos = len(it.items)
     it.truncated = True
     ctx.truncated = True

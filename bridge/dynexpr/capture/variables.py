@@ -106,6 +106,37 @@ class LoopIndexVar(PyVar):
         return LoopIndexVar(mul * self.raw + add, self.it, mul * self.mul, mul * self.add + add)
 
 
+class StopVar(PyVar):
+    """An int argument, VALUE-guarded, whose reads are counted: when its only use is the
+    stop of a range() whose loop capture rolled and stopped unrolling early, that guard
+    is relaxed to the range of values the graph is right for (relax.py)."""
+
+    __slots__ = ("raw", "reads")
+
+    def __init__(self, raw: int, source: tuple) -> None:
+        self.raw, self.source, self.reads = raw, source, 0
+
+    @property
+    def value(self) -> Any:
+        self.reads += 1
+        return self.raw
+
+
+class FinalIndexVar(PyVar):
+    """The loop variable (or mul*i + add) after a loop whose unrolling stopped early: its
+    value depends on the trip count, so reading it keeps the trip count's VALUE guard."""
+
+    __slots__ = ("raw", "it")
+
+    def __init__(self, raw: int, it: "IteratorVar") -> None:
+        self.raw, self.it, self.source = raw, it, None
+
+    @property
+    def value(self) -> Any:
+        self.it.final_read = True
+        return self.raw
+
+
 class TupleVar(Var):
     __slots__ = ("items",)
 
@@ -198,7 +229,8 @@ class BoundMethodVar(Var):
 
 
 class IteratorVar(Var):
-    __slots__ = ("items", "pos", "generator", "marks", "opaque", "truncated", "snapshot")
+    __slots__ = ("items", "pos", "generator", "marks", "opaque", "truncated", "snapshot",
+                 "final_read")
 
     def __init__(self, items, generator: str | None = None) -> None:
         self.items = items  # a list (possibly a live ListVar.items) of Vars
@@ -209,6 +241,7 @@ class IteratorVar(Var):
         self.opaque = False  # the loop variable was read other than as an index (LoopIndexVar)
         self.truncated = False  # its later iterations were not translated (reroll.py)
         self.snapshot = None  # the frame at the start of an iteration, to compare with the next
+        self.final_read = False  # the loop variable's value after a truncated loop was read
         # The qualname of the generator function whose values these are (Note [generators
         # run eagerly]): such an iterator has no value outside the graph, since plain
         # Python would need the suspended generator itself.
