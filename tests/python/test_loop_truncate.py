@@ -214,3 +214,15 @@ def test_loop_variable_read_after_the_loop_keeps_the_value_guard():
     r = np.random.default_rng(9)
     captured = _run_all(heat_1d_and_t, [(r.random(9), T) for T in (30, 40)])
     assert captured.cache_info().entries == 2
+
+
+def test_long_loop_that_cannot_stop_early_breaks_before_it_as_before():
+    """Past the unrolling budget, a loop that reads i as a value (branch_on_t) cannot
+    stop early: the translation starts over and breaks before the loop, as it always
+    did (never part way through it), and the result is NumPy's."""
+    u = np.random.default_rng(10).random(7)
+    expected = branch_on_t(u.copy(), 3000)
+    assert_same(expected, dynexpr.capture(branch_on_t, backend="eager")(u, 3000))
+    ex = dynexpr.explain(branch_on_t, u.copy(), 3000)
+    assert any("unrolls loops of at most" in r for r in map(str, ex.break_reasons)), \
+        ex.break_reasons

@@ -28,8 +28,9 @@ An index item that steps by a constant per iteration (`a[i]`, `a[i-1]`, `a[:, i]
 `a[i:i+3]`: the same extent every time) becomes a dynamic offset read from i (Note
 [dynamic offsets], ir.py); a slice whose extent changes with i (`a[i:]`, `L[i, :i+1]`)
 is a different computation each iteration and stays unrolled.
-Left for later: constants affine in i (`x * i`), relaxing T's VALUE guard, and stopping the unrolling itself
-after two matching iterations (translation still costs T iterations).
+A long loop's translation stops after a few iterations (truncate.py, Note [stopping the
+unrolling early]) and its stop's VALUE guard is then relaxed (relax.py).
+Left for later: constants affine in i (`x * i`, which keeps the loop unrolled).
 """
 
 from __future__ import annotations

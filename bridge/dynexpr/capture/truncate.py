@@ -29,14 +29,11 @@ from __future__ import annotations
 from typing import Any
 
 from .arrays import ArrayVar
+from .errors import Untruncate
 from .variables import DictVar, FinalIndexVar, IteratorVar, ListVar, LoopIndexVar, PyVar
 
 AT = 8  # iterations translated before the rest may be skipped (LEAD + 2 compared, and more)
 _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None))
-
-
-class Untruncate(Exception):
-    """A truncated loop could not be rolled: translate again with every iteration."""
 
 
 def stop_early(frame: Any, it: IteratorVar) -> bool:
@@ -45,8 +42,13 @@ def stop_early(frame: Any, it: IteratorVar) -> bool:
     ctx = frame.ctx
     rng, marks = it.marks[0], it.marks[1]
     done = len(marks) - 1  # iterations translated so far
-    if (not getattr(ctx, "truncate_loops", False) or it.opaque or len(rng) <= AT + 2
-            or done not in (AT - 1, AT)):
+    if not getattr(ctx, "truncate_loops", False):
+        return False
+    if len(rng) > ctx.budget.loop_iterations and (it.opaque or done > AT):
+        # Only a loop that stops early may pass the unrolling budget (operators.iterate):
+        # this one cannot, so translate again, breaking before the loop as always.
+        raise Untruncate(f"a loop over {len(rng)} items that does not stop early")
+    if it.opaque or len(rng) <= AT + 2 or done not in (AT - 1, AT):
         return False
     cells = {n: getattr(c, "contents", None) for n, c in (frame.cells or {}).items()}
     seen = list(frame.locals.values()) + list(frame.stack) + list(cells.values())
