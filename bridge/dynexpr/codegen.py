@@ -179,11 +179,6 @@ class _Unit:
         self.names[v.id] = name
         return name
 
-    @staticmethod
-    def literal(v: ir.Value) -> str:
-        """Constant v's value as a C++ literal of its dtype."""
-        return scalar_literal(v.attr("value"), v.dtype)
-
     def const(self, v: ir.Value, weak_ok: bool) -> str:
         value = v.attr("value")
         weak = v.attr("weak")
