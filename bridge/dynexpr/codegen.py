@@ -60,6 +60,10 @@ class _Unit:
         self.written_out: set[int] = set()  # outputs already stored to (assign_fresh once)
         self.sym_index = {name: k for k, name in enumerate(s.symbols)}
 
+    def literal(self, value, dtype: str) -> str:
+        """A C++ literal of `value` as `dtype` (for codegen_loop, which codegen imports)."""
+        return scalar_literal(value, dtype)
+
     # -------------------------------------------------------------------------- text
     def emit(self, line: str = "") -> None:
         self.lines.append(("  " + line) if line else "")

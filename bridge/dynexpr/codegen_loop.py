@@ -22,6 +22,7 @@ ping-pong swap costs no copy. The unit's size is the body's, whatever the trip c
 from __future__ import annotations
 
 from . import ir, manifest
+from .schedule import schedule
 
 CTYPE = manifest.CTYPE
 
@@ -58,9 +59,6 @@ def carried_name(loop: ir.Value, k: int) -> str:
 def emit_loop(unit, v: ir.Value, b) -> None:
     """Emits loop node v into `unit` (a codegen._Unit); its trip count goes to buffer b,
     its carried arrays' final values stay in L<id>_c<k> for its loop_out kernels."""
-    from .codegen import _Unit  # codegen imports this module
-    from .schedule import schedule
-
     body = v.attr("body").graph
     n, start, step = v.attr("carried"), v.attr("start"), v.attr("step")
     stop, inits, invariants = v.args[0], v.args[1:1 + n], v.args[1 + n:]
@@ -68,7 +66,9 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     if any(w for _, _, w in bs.inputs):
         raise NotImplementedError("dynexpr codegen: a loop body that writes its inputs")
     fname = f"body{len(unit.functions)}"
-    lines = _Unit(bs, unit.functions).function(fname)
+    # A unit of the same class as the caller's (codegen imports this module, not the
+    # other way round).
+    lines = type(unit)(bs, unit.functions).function(fname)
     unit.functions.extend([""] + lines)
 
     L = f"L{v.id}"
@@ -129,7 +129,6 @@ def emit_loop(unit, v: ir.Value, b) -> None:
 def _fresh(unit, a: ir.Value) -> str:
     """An owned, C-contiguous copy of loop argument a, evaluated once before the loop."""
     if a.op == "const":
-        from .codegen import scalar_literal
         return (f"dx::Tensor<{CTYPE[a.dtype]}>(dx::Shape{{}}, "
-                f"{scalar_literal(a.attr('value'), a.dtype)})")
+                f"{unit.literal(a.attr('value'), a.dtype)})")
     return f"dxk::eval_fresh<true>({unit.ref(a)})"
