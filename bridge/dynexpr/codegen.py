@@ -231,7 +231,7 @@ class _Unit:
         op = v.op
         nd_in = len(v.args[0].shape)
         if op == "getitem":
-            items = [index_item(it) for it in v.attr("index")]
+            items = self.index_items(v)
             return f"{base}.slice({', '.join(items)})" if items else f"dxk::view_of({base})"
         if op == "transpose":
             axes = v.attr("axes")
@@ -254,6 +254,27 @@ class _Unit:
             return f"dxk::reshape(dxk::view_of({base}), {self.shape(v.shape)}, keep{v.id})"
         raise NotImplementedError(f"dynexpr codegen: view op {op}")
 
+    def index_items(self, v: ir.Value) -> list[str]:
+        """v's index items as C++ (Note [dynamic offsets], ir.py: a dynamic offset reads
+        its int64[] argument, a body input, when the view is taken)."""
+        items = []
+        for it in v.attr("index"):
+            if it[0] in ("dyn", "dslice"):
+                a = v.args[it[1]]
+                if a.op != "input":
+                    raise NotImplementedError(f"dynexpr codegen: a dynamic offset from {a}")
+                at = f"({it[2]} * x{a.attr('index')}.data()[0] + {it[3]})"
+                if it[0] == "dyn":
+                    items.append(f"static_cast<dx::index_t>{at}")
+                else:  # `length` elements from there (a stop below 0 is "past index 0")
+                    _, _, _, _, length, step = it
+                    stop = f"({at} + {step * length})"
+                    items.append(f"dx::slice({at}, {stop} < 0 ? std::optional<dx::index_t>() "
+                                 f": std::optional<dx::index_t>({stop}), {step})")
+            else:
+                items.append(index_item(it))
+        return items
+
     # ------------------------------------------------------------------------ stores
     def store(self, v: ir.Value, b: Buffer) -> None:
         T = CTYPE[v.dtype]
@@ -268,7 +289,7 @@ class _Unit:
                     self.declared_tmp.add(b.index)
                     self.emit(f"auto {dest} = dx::Tensor<{T}>::empty({self.shape(b.shape)});")
                 self.emit(f"dx::assign({dest}, {self.ref(base)});")
-            items = [index_item(it) for it in v.attr("index")]
+            items = self.index_items(v)
             target = f"{dest}.slice({', '.join(items)})" if items else dest
             self.emit(f"dx::assign({target}, {self.ref(value)});")
             if b.kind == "out":
@@ -304,14 +325,15 @@ class _Unit:
             seen.add(u.id)
             leaf = u.op == "input" or (u is not v and isinstance(self.storage(u), Buffer))
             if u.op in ("transpose", "broadcast_to") or (
-                    u.op == "getitem" and any(it[0] == "slice" and it[3] != 1
+                    u.op == "getitem" and any((it[0] == "slice" and it[3] != 1)
+                                              or (it[0] == "dslice" and it[5] != 1)
                                               for it in u.attr("index"))):
                 return "<true>"
             if leaf or u.op in ir.VIEWS:
                 if not u.shape or u.shape[-1] == 1:
                     return "<true>"  # a 0-d value or a keepdims reduction, broadcast
                 if u.op in ir.VIEWS:
-                    todo.extend(u.args)
+                    todo.extend(u.args[:ir.offset_args(u)])
                 continue
             todo.extend(u.args)
         return ""

@@ -42,9 +42,18 @@ def _reduction(v: ir.Value, args: list) -> Any:
     return fn(args[0], **kw)
 
 
+def _index(v: ir.Value, args: list) -> tuple:
+    """v's index as a Python key, its dynamic offsets read from args (Note [dynamic
+    offsets], ir.py)."""
+    n = ir.offset_args(v)
+    offsets = {k: int(args[k]) for k in range(n, len(args))}
+    return index_to_python(ir.resolve_index(v.attr("index"), offsets) if offsets
+                           else v.attr("index"))
+
+
 def _setitem(v: ir.Value, args: list) -> np.ndarray:
     out = np.array(args[0], copy=True)
-    out[index_to_python(v.attr("index"))] = args[1]
+    out[_index(v, args)] = args[1]
     return out
 
 
@@ -84,6 +93,8 @@ def _evaluator(v: ir.Value) -> Callable:
         return _STRUCTURAL[v.op]
     if v.op in ir.REDUCTIONS:
         return _reduction
+    if v.op == "getitem" and len(v.args) > 1:
+        return lambda v, args: np.asarray(args[0])[_index(v, args)]
     if v.op in ir.VIEWS:
         attrs = dict(v.attrs)
         return lambda v, args: apply_view(v.op, attrs, np.asarray(args[0]))

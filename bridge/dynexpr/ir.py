@@ -45,9 +45,12 @@ Dim = "int | str"
 #   expand_dims  axis: tuple
 #   squeeze      axis: tuple
 #   getitem      index: tuple of ("int", i) | ("slice", start, stop, step) | ("newaxis",)
+#                | ("dyn", k, mul, add) | ("dslice", k, mul, add, length, step): Note
+#                [dynamic offsets]; args[k] (k >= 1) is the int64[] value they read.
 #   full         value, dtype, shape (zeros_like/ones_like/full_like)
-#   setitem      (base, value) index: like getitem — writes value into base[index];
-#                its result is base after the write (a new version of it).
+#   setitem      (base, value, offsets...) index: like getitem (dyn items read args[k],
+#                k >= 2) — writes value into base[index]; its result is base after the
+#                write (a new version of it).
 #   loop         (stop, carried inits..., invariants...) start, step, carried: int,
 #                body: Body. Note [loop nodes]. Its own value is the trip count
 #                (int64[]); the carried arrays' final values are its loop_out users.
@@ -69,6 +72,16 @@ Dim = "int | str"
 # so NumPy's "the right-hand side is read before the write" holds by construction.
 # A body has no mutations; the caller's array a loop updates is a mutation of the outer
 # graph whose final value is a loop_out.
+#
+# Note [dynamic offsets]
+# `a[i]`, `a[i-1]`, `a[:, i] = ...`, `a[i:i+3]` in a loop body index at an offset that
+# moves with the loop variable: an index item ("dyn", k, mul, add) is the integer
+# mul*args[k] + add, and ("dslice", k, mul, add, length, step) the slice of `length`
+# elements from mul*args[k] + add by `step`, where args[k] is an int64[] value (in a body:
+# its input[0], i). The extent stays static (`length`): a slice whose length changes with
+# i (`a[i:]`) is not one computation, and its loop stays unrolled. Capture (reroll.py)
+# makes these items only from iterations it saw, each offset in bounds; the cpu backend
+# still checks integer offsets (an IndexError, never a wild read).
 #
 # Note [what capture guarantees] (dynexpr.capture produces graphs with these properties;
 # tests/python/test_corpus.py::test_graph_is_well_formed checks them on every corpus graph)
@@ -228,6 +241,29 @@ def loop(graph: Graph, start: int, stop: Value, step: int, carried: list[Value],
                            make_attrs(start=start, step=step, carried=n, body=Body(body))))
     return [graph.add(Value("loop_out", (node,), c.dtype, tuple(c.shape), make_attrs(index=k)))
             for k, c in enumerate(carried)]
+
+
+def offset_args(v: Value) -> int:
+    """How many of v's leading args are arrays (the rest are dynamic offsets: Note
+    [dynamic offsets]): 1 for getitem, 2 for setitem, all of them otherwise."""
+    return {"getitem": 1, "setitem": 2}.get(v.op, len(v.args))
+
+
+def resolve_index(index: tuple, offsets: dict[int, int]) -> tuple:
+    """A getitem/setitem index with its dynamic items made static (Note [dynamic offsets]),
+    given the int value of each arg position an item reads."""
+    out = []
+    for e in index:
+        if e[0] == "dyn":
+            out.append(("int", e[2] * offsets[e[1]] + e[3]))
+        elif e[0] == "dslice":
+            _, k, mul, add, length, step = e
+            start = mul * offsets[k] + add
+            stop = start + step * length
+            out.append(("slice", start, None if stop < 0 else stop, step))
+        else:
+            out.append(e)
+    return tuple(out)
 
 
 def _canon(x: Any) -> str:

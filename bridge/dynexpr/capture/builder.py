@@ -39,6 +39,7 @@ from .variables import (
     ListVar,
     ObjectVar,
     PyVar,
+    StopVar,
     ScalarInputVar,
     TupleVar,
     Var,
@@ -104,6 +105,9 @@ class Context:
         self.pause = None  # resume.Pause in a resumable translation
         self.loops: list = []  # IteratorVars over ranges, with their iterations' marks
         self.range_stops: dict[int, tuple] = {}  # id(range) -> its stop's source
+        self.truncate_loops = False  # Note [stopping the unrolling early] (truncate.py)
+        self.truncated = False  # a loop stopped unrolling early in this translation
+        self.range_uses: dict[tuple, int] = {}  # source -> range() calls with it as stop
         self.inlining: dict = {}  # code object -> frames of it being inlined now (recursion)
         # A resumed segment's frame values that are floats: 0-d inputs, not constants.
         self.scalar_inputs = False
@@ -147,6 +151,8 @@ class Context:
         if t in (tuple, list, dict) or t in _SCALARS or issubclass(t, (np.generic, np.dtype)):
             if is_constant(value):
                 self.guard("VALUE", source, copy.deepcopy(value) if t in (list, dict) else value)
+                if t is int and source[0] == "arg":  # maybe a loop's stop (relax.py)
+                    return StopVar(value, source)
                 return PyVar(value, source)
             self.guard("TYPE", source, t)
             if t is dict:

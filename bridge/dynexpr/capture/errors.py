@@ -79,6 +79,12 @@ class InternalError(RuntimeError):
     """A bug in dynexpr itself (not in the user's code)."""
 
 
+class Untruncate(Exception):
+    """A loop whose unrolling stopped early cannot stand for its untranslated iterations:
+    the translation runs again with every iteration (Note [stopping the unrolling
+    early], truncate.py)."""
+
+
 def graph_break(reason: str, final: bool = False) -> NoReturn:
     raise Unsupported(reason, final)
 

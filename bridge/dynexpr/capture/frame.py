@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .builder import Context
-from .errors import InternalError, ShapeQuestion, Unsupported, graph_break
+from .errors import InternalError, ShapeQuestion, Unsupported, Untruncate, graph_break
 from .memo import Memo
 from .variables import UNBOUND, CellVar, Var
 
@@ -145,7 +145,7 @@ class Frame:
                     e.at(self.code.co_filename, self._line(), self.code.co_qualname)
                     ctx.pause.paused(e, self, before)
                 self._annotate(e)
-            except (InternalError, RecursionError):
+            except (InternalError, RecursionError, Untruncate):
                 raise  # RecursionError: Note [the translator's own stack] (captured.py)
             except Exception as e:  # noqa: BLE001 - a bug in dynexpr, said clearly
                 file, line = self.code.co_filename, self._line()

@@ -4,7 +4,7 @@ between the stack, locals and cells, as ceval does."""
 
 from __future__ import annotations
 
-from . import attrs, calls, operators
+from . import attrs, calls, operators, truncate
 from .errors import graph_break
 from .frame import Frame, LazyArg
 from .np_table import QuietErrors, errstate_exit
@@ -240,6 +240,9 @@ class CommonHandlers(Frame):
         it = self.stack[-1]
         if it.marks is not None:  # where this iteration's values start (reroll.py)
             it.marks[1].append(len(self.ctx.graph.graph.values))
+            if truncate.stop_early(self, it):
+                self.pop()
+                return False
         nxt = it.next()
         if nxt is None:
             self.pop()

@@ -21,6 +21,7 @@ from .variables import (
     FunctionVar,
     IteratorVar,
     ListVar,
+    LoopIndexVar,
     NestedFunctionVar,
     ObjectVar,
     PyVar,
@@ -100,11 +101,15 @@ def const_key(v: Var) -> Any:
 def index_part(v: Var) -> Any:
     if isinstance(v, ArrayVar):
         graph_break("an index or slice bound computed from array data is not supported")
+    if isinstance(v, LoopIndexVar):  # an index: reroll.py checks how it moves with i
+        return v.raw
     return const_of(v, "an index")
 
 
 def make_tuple(items) -> Var:
     items = list(items)
+    if any(isinstance(v, LoopIndexVar) for v in items):
+        return TupleVar(items)  # an index key (a[i, 1:]) reads i as an index only
     if all(isinstance(v, PyVar) for v in items):
         return PyVar(tuple(v.value for v in items))
     return TupleVar(items)
@@ -163,6 +168,9 @@ def binary(tx, sym: str, lhs: Var, rhs: Var) -> Var:
     op = sym[:-1] if inplace else sym
     if isinstance(lhs, ArrayVar) or isinstance(rhs, ArrayVar):
         return _array_binary(tx, op, lhs, rhs, inplace)
+    affine = _loop_index_affine(op, lhs, rhs)
+    if affine is not None:
+        return affine
     if isinstance(lhs, PyVar) and isinstance(rhs, PyVar):
         if inplace and isinstance(lhs.value, _MUTABLE):
             graph_break("changing a list or dict in place that came from outside is a side effect")
@@ -172,6 +180,26 @@ def binary(tx, sym: str, lhs: Var, rhs: Var) -> Var:
     if isinstance(lhs, ObjectVar) or isinstance(rhs, ObjectVar):
         return _dunder(tx, op, lhs, rhs)
     graph_break(f"`{op}` between {lhs.describe()} and {rhs.describe()} is not supported")
+
+
+def _loop_index_affine(op: str, lhs: Var, rhs: Var) -> Var | None:
+    """i + c, c + i, i - c, c - i, i * c, c * i of a loop variable and an int: still
+    affine in i (LoopIndexVar); None for anything else."""
+    li, ri = isinstance(lhs, LoopIndexVar), isinstance(rhs, LoopIndexVar)
+    if li == ri:
+        return None
+    idx, other = (lhs, rhs) if li else (rhs, lhs)
+    if not isinstance(other, PyVar) or isinstance(other, ScalarInputVar) \
+            or type(other.value) is not int:
+        return None
+    c = other.value
+    if op == "+":
+        return idx.affine(1, c)
+    if op == "*":
+        return idx.affine(c, 0)
+    if op == "-":
+        return idx.affine(1, -c) if li else idx.affine(-1, c)
+    return None
 
 
 def _array_binary(tx, op: str, lhs: Var, rhs: Var, inplace: bool) -> Var:
@@ -379,7 +407,24 @@ def _basic_index(key: Var) -> Any:
                 f"indexing an array with a {it.describe()} (advanced indexing) is not "
                 "supported; use ints, slices, None and ..."
             )
-    return const_of(key, "an array index")
+    return tuple(index_part(it) for it in items) if isinstance(key, TupleVar) else index_part(key)
+
+
+class _RangeItems:
+    """The loop variables of a range loop, made when reached (a range may be long)."""
+
+    __slots__ = ("rng", "it")
+
+    def __init__(self, rng: range, it: IteratorVar) -> None:
+        self.rng, self.it = rng, it
+
+    def __len__(self) -> int:
+        return len(self.rng)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [LoopIndexVar(x, self.it) for x in self.rng[k]]
+        return LoopIndexVar(self.rng[k], self.it)
 
 
 def iterate(tx, v: Var) -> IteratorVar:
@@ -388,16 +433,21 @@ def iterate(tx, v: Var) -> IteratorVar:
     if isinstance(v, ListVar):
         return IteratorVar(v.items)  # live: Python's list iterator sees appends
     if isinstance(v, PyVar) and isinstance(v.value, (range, tuple, list, str, dict)):
-        if len(v.value) > tx.ctx.budget.loop_iterations:
+        # A long range may still be captured: its unrolling can stop early (truncate.py);
+        # if it does not, the iteration budget stops it in _for_iter.
+        if len(v.value) > tx.ctx.budget.loop_iterations and not (
+                isinstance(v.value, range) and tx.ctx.truncate_loops):
             graph_break(
                 f"a loop over {len(v.value)} items; dynexpr unrolls loops of at most "
                 f"{tx.ctx.budget.loop_iterations}"
             )
-        it = IteratorVar([PyVar(x) for x in v.value])
         if isinstance(v.value, range):  # Note [rolling unrolled loops] (reroll.py)
+            it = IteratorVar([])
+            it.items = _RangeItems(v.value, it)
             it.marks = (v.value, [], tx.ctx.range_stops.get(id(v.value)))
             tx.ctx.loops.append(it)
-        return it
+            return it
+        return IteratorVar([PyVar(x) for x in v.value])
     items = as_items(v)
     if items is not None:
         return IteratorVar(items)

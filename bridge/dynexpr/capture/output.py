@@ -123,7 +123,7 @@ def _rebuild(ctx: Context, outputs: list, mutations: list) -> tuple[ir.Graph, li
     g.outputs = [new[v.id] for v in outputs]
     g.mutations = [(new[o.id].attr("index"), new[v.id]) for o, v in mutations]
     g.quiet = ctx.graph.graph.quiet
-    return reroll.reroll(g, reroll.iterations(ctx, new), sources)
+    return reroll.reroll(g, reroll.iterations(ctx, new), sources, ctx)
 
 
 def _may_raise(v: ir.Value) -> bool:

@@ -32,6 +32,7 @@ from .operators import (
     unpack,
 )
 from .variables import (
+    StopVar,
     DictVar,
     FunctionVar,
     IteratorVar,
@@ -311,6 +312,7 @@ def _known(tx, fn: Any, args: list, kwargs: dict) -> Var:
     if not _all_known(args, kwargs):
         odd = next(a for a in list(args) + list(kwargs.values()) if not isinstance(a, PyVar))
         graph_break(f"{getattr(fn, '__qualname__', fn)}() of a {odd.describe()} is not supported")
+    reads = [a.reads if isinstance(a, StopVar) else 0 for a in args]
     r = _fold(fn, args, kwargs)
     if fn is range and not kwargs and isinstance(r, PyVar) and isinstance(r.value, range):
         # Where the stop came from (an argument, a global): a loop over this range that
@@ -319,6 +321,10 @@ def _known(tx, fn: Any, args: list, kwargs: dict) -> Var:
         stop = args[0] if len(args) == 1 else args[1]
         if stop.source is not None and type(stop.value) is int:
             tx.ctx.range_stops[id(r.value)] = stop.source
+        for a, n in zip(args, reads):  # these reads were range()'s: relax.py decides
+            if isinstance(a, StopVar):
+                a.reads = n
+                tx.ctx.range_uses[a.source] = tx.ctx.range_uses.get(a.source, 0) + 1
     return r
 
 

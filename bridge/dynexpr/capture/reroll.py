@@ -24,9 +24,13 @@ leaves the loop unrolled, as before.
 The stop of a range built from an argument or a global (`range(T)`, `range(1, n)`) is a
 0-d input read from there at call time, so every T shares one unit: a new T still
 translates again (the translation read T's value: a VALUE guard) but compiles nothing.
-Left for later: the loop variable as a dynamic offset (bodies whose constants or slice
-bounds are affine in i), relaxing T's VALUE guard, and stopping the unrolling itself
-after two matching iterations (translation still costs T iterations).
+An index item that steps by a constant per iteration (`a[i]`, `a[i-1]`, `a[:, i]`,
+`a[i:i+3]`: the same extent every time) becomes a dynamic offset read from i (Note
+[dynamic offsets], ir.py); a slice whose extent changes with i (`a[i:]`, `L[i, :i+1]`)
+is a different computation each iteration and stays unrolled.
+A long loop's translation stops after a few iterations (truncate.py, Note [stopping the
+unrolling early]) and its stop's VALUE guard is then relaxed (relax.py).
+Left for later: constants affine in i (`x * i`, which keeps the loop unrolled).
 """
 
 from __future__ import annotations
@@ -34,9 +38,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ir
+from . import relax
+from .truncate import Untruncate
 
 ENABLED = True  # tests turn it off to compare against the unrolled graph
 MIN_TRIPS = 3  # iteration 0 stays unrolled; at least two iterations to compare
+LEAD = 3  # at most this many leading iterations stay unrolled
 
 
 def iterations(ctx: Any, new: dict[int, ir.Value]) -> list[tuple[range, list[list[ir.Value]]]]:
@@ -46,17 +53,21 @@ def iterations(ctx: Any, new: dict[int, ir.Value]) -> list[tuple[range, list[lis
     out = []
     for it in ctx.loops:
         rng, marks, stop_source = it.marks
-        if len(rng) < MIN_TRIPS or len(marks) != len(rng) + 1:
+        # A truncated loop (truncate.py) ends at its last translated iteration's mark.
+        if len(rng) < MIN_TRIPS or (len(marks) != len(rng) + 1 and not it.truncated):
             continue  # too short, or left early (break, return, a graph break)
         segs = [[new[v.id] for v in values[a:b] if v.id in new] for a, b in zip(marks, marks[1:])]
-        out.append(((rng, stop_source), segs))
+        out.append(((rng, stop_source, it.truncated, it), segs))
     return out
 
 
-def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
+def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir.Graph, list]:
     """g with its rollable loops rolled, and its input sources (`sources`, extended by
-    the stops read at call time)."""
+    the stops read at call time); with ctx, the guard of a truncated loop's stop is
+    relaxed (relax.py)."""
     if not ENABLED:
+        if any(r[2] for r, _ in loops):  # only a rolled loop runs its untranslated rest
+            raise Untruncate("loops are not rolled (reroll.ENABLED is off)")
         return g, sources
     sources = list(sources)
     # Outermost (largest) loops first; a loop inside one already rolled is part of its
@@ -64,18 +75,75 @@ def reroll(g: ir.Graph, loops: list, sources: list) -> tuple[ir.Graph, list]:
     for k in sorted(range(len(loops)), key=lambda k: -sum(len(s) for s in loops[k][1])):
         rng, segs = loops[k]
         if not any(segs[1:]):
-            continue
-        result = _roll(g, rng, segs, sources)
+            continue  # (a truncated loop with no array work left nothing out)
+        # Hash-consing can share a value between iterations (`u[i+1]` of one is `u[i-1]`
+        # of the one after next), so the first iterations may build more values than the
+        # rest: leave up to LEAD of them unrolled before the region that is one body.
+        result = None
+        for m in range(LEAD):
+            if len(segs) - m < MIN_TRIPS or result is not None:
+                break
+            result = _roll(g, (rng[0][m:], rng[1]), segs[m:], sources)
+            lead = m + 1
         if result is None:
+            if rng[2]:  # its later iterations were never translated
+                raise Untruncate(f"a loop over {rng[0]} is not one computation")
             continue
-        g, remap = result
+        if rng[2] and rng[1] is not None and ctx is not None:
+            relax.relax(ctx, rng[1], rng[0], lead, result[2], rng[3])
+        g, remap = result[:2]
         loops = [(r, [[remap[id(v)] for v in s if id(v) in remap] for s in ss]) for r, ss in loops]
     return g, sources
 
 
 def _same_node(a: ir.Value, b: ir.Value) -> bool:
-    return (a.op, a.dtype, tuple(a.shape), a.attrs, len(a.args)) == \
-        (b.op, b.dtype, tuple(b.shape), b.attrs, len(b.args))
+    """Whether b is a's computation, up to the offsets of an index (_dynamic_index)."""
+    def key(v: ir.Value) -> tuple:
+        attrs = v.attrs
+        if v.op in ("getitem", "setitem"):
+            attrs = tuple((k, len(x)) if k == "index" else (k, x) for k, x in attrs)
+        return v.op, v.dtype, tuple(v.shape), attrs, len(v.args)
+    return key(a) == key(b)
+
+
+def _affine(cs: list[int], rng: range) -> tuple[int, int] | None:
+    """(mul, add) with cs[m] == mul*i + add for i the loop variable of iteration m+1
+    (the first rolled one), or None when cs does not step by a constant per iteration."""
+    delta = cs[1] - cs[0]
+    if any(c != cs[0] + m * delta for m, c in enumerate(cs)) or delta % rng.step:
+        return None
+    mul = delta // rng.step
+    return mul, cs[0] - mul * (rng.start + rng.step)
+
+
+def _dynamic_index(vs: list[ir.Value], rng: range) -> tuple | None:
+    """The index of one getitem/setitem position over iterations 1..T-1 (`vs`), with the
+    items that move with i as dynamic offsets read from the node's next arg (Note
+    [dynamic offsets], ir.py); None when an item changes in any other way. Extents are
+    equal already (_same_node compared shapes)."""
+    idx = [v.attr("index") for v in vs]
+    k = len(vs[0].args)
+    out = []
+    for m, first in enumerate(idx[0]):
+        items = [x[m] for x in idx]
+        if all(it == first for it in items):
+            out.append(first)
+        elif first[0] == "int" and all(it[0] == "int" for it in items):
+            aff = _affine([it[1] for it in items], rng)
+            if aff is None:
+                return None
+            out.append(("dyn", k, *aff))
+        elif first[0] == "slice" and all(it[0] == "slice" and it[3] == first[3]
+                                         and it[1] is not None and it[2] is not None
+                                         and it[2] - it[1] == first[2] - first[1]
+                                         for it in items):
+            aff = _affine([it[1] for it in items], rng)
+            if aff is None:
+                return None
+            out.append(("dslice", k, *aff, len(range(first[1], first[2], first[3])), first[3]))
+        else:
+            return None
+    return tuple(out)
 
 
 def _classify(segs: list[list[ir.Value]]) -> dict | None:
@@ -125,6 +193,13 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
     kinds = _classify(segs)
     if kinds is None:
         return None
+    dyn: dict[int, tuple] = {}  # position -> its index with dynamic offsets
+    for q, v in enumerate(A):
+        if v.op in ("getitem", "setitem") and any(s[q].attrs != v.attrs for s in segs[2:]):
+            index = _dynamic_index([s[q] for s in segs[1:]], rng)
+            if index is None:
+                return None
+            dyn[q] = index
 
     # Carried state: per carry (d, p, inits), a chain of d entries; entry m (1-based)
     # holds S_{j-m}[p] on iteration j, so the body's exits are: entry 1 <- its value at
@@ -182,12 +257,16 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
                 args.append(entries[chains[(d, p, tuple(id(x) for x in inits))][d - 1]])
             else:
                 args.append(inv_in[inv_of[id(kind[1])]])
-        copies.append(body.add(ir.Value(v.op, tuple(args), v.dtype, tuple(v.shape), v.attrs)))
+        attrs = v.attrs
+        if q in dyn:  # the loop variable is its offset's arg (body input[0])
+            args.append(body.values[0])
+            attrs = tuple((k, dyn[q] if k == "index" else x) for k, x in attrs)
+        copies.append(body.add(ir.Value(v.op, tuple(args), v.dtype, tuple(v.shape), attrs)))
     body.outputs = [copies[e[1]] if e[0] == "at" else entries[e[1]] for _, e in slots]
 
     # The outer graph: values that do not depend on the loop, the loop, then the rest.
     start = rng.start + rng.step
-    stop = rng.start + rng.step * T
+    stop = rng.start + rng.step * len(rng)  # the whole range (truncated: more than T)
     depends: set[int] = set()
     for v in users_outside:
         if any(id(a) in where or id(a) in depends for a in v.args):
@@ -220,4 +299,4 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
     out.outputs = [final(o) for o in g.outputs]
     out.mutations = [(i, final(f)) for i, f in g.mutations]
     out.quiet = g.quiet
-    return out, remap
+    return out, remap, body

@@ -35,6 +35,7 @@ from .concrete import kw_names_before, protected
 from .errors import BreakReason, InternalError, Unsupported, graph_break
 from .frame import LazyArg
 from .np_table import QuietErrors
+from .truncate import Untruncate
 from .output import Translation, _Outputs, _rebuild, finalize
 from .resume_code import loop_start_step
 from .versions import translator
@@ -92,16 +93,23 @@ class Pause:
 
 
 def run_top(fn: Any, make_frame, dyn: Any = None, resumable: bool = False,
-            stop: tuple | None = None, strict: bool = False) -> Translation:
+            stop: tuple | None = None, strict: bool = False,
+            truncate: bool = True) -> Translation:
     """Translate the frame make_frame(ctx) builds; with `resumable`, a break in the top
-    frame ends the translation there with a Resume instead of raising."""
+    frame ends the translation there with a Resume instead of raising. `truncate`: long
+    rollable loops may stop unrolling early (Note [stopping the unrolling early])."""
     ctx = Context(fn, dyn)
+    ctx.truncate_loops = truncate
     if resumable:
         ctx.pause = Pause(fn.__code__, *(stop or (None, None)), strict=strict)
     frame = make_frame(ctx)
     try:
         return finalize(ctx, frame.run())
+    except Untruncate:
+        return run_top(fn, make_frame, dyn, resumable, stop, strict, truncate=False)
     except Unsupported as e:
+        if ctx.truncated:  # no break or resume state from a loop that was cut short
+            return run_top(fn, make_frame, dyn, resumable, stop, strict, truncate=False)
         e.guards = ctx.guards  # what the translation had relied on when it stopped
         p = getattr(e, "pause", None)
         if p is None or e.final:

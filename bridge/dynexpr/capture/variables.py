@@ -83,6 +83,60 @@ class ScalarInputVar(PyVar):
         return f"{type(self.raw).__name__} (a value computed outside the graph)"
 
 
+class LoopIndexVar(PyVar):
+    """The loop variable of a for-range loop (or mul*i + add computed from it) while
+    capture may stop unrolling that loop early (Note [stopping the unrolling early],
+    reroll.py). Indexing and affine arithmetic read `raw`; any other read of `value`
+    (a branch, a constant in array math, a call) marks the loop `opaque`: its later
+    iterations might differ in ways the first ones did not show, so all are translated."""
+
+    __slots__ = ("raw", "it", "mul", "add")
+
+    def __init__(self, raw: int, it: "IteratorVar", mul: int = 1, add: int = 0) -> None:
+        self.raw, self.it, self.mul, self.add = raw, it, mul, add
+        self.source = None
+
+    @property
+    def value(self) -> Any:
+        self.it.opaque = True
+        return self.raw
+
+    def affine(self, mul: int, add: int) -> "LoopIndexVar":
+        """mul*self + add, still known as a function of the loop variable."""
+        return LoopIndexVar(mul * self.raw + add, self.it, mul * self.mul, mul * self.add + add)
+
+
+class StopVar(PyVar):
+    """An int argument, VALUE-guarded, whose reads are counted: when its only use is the
+    stop of a range() whose loop capture rolled and stopped unrolling early, that guard
+    is relaxed to the range of values the graph is right for (relax.py)."""
+
+    __slots__ = ("raw", "reads")
+
+    def __init__(self, raw: int, source: tuple) -> None:
+        self.raw, self.source, self.reads = raw, source, 0
+
+    @property
+    def value(self) -> Any:
+        self.reads += 1
+        return self.raw
+
+
+class FinalIndexVar(PyVar):
+    """The loop variable (or mul*i + add) after a loop whose unrolling stopped early: its
+    value depends on the trip count, so reading it keeps the trip count's VALUE guard."""
+
+    __slots__ = ("raw", "it")
+
+    def __init__(self, raw: int, it: "IteratorVar") -> None:
+        self.raw, self.it, self.source = raw, it, None
+
+    @property
+    def value(self) -> Any:
+        self.it.final_read = True
+        return self.raw
+
+
 class TupleVar(Var):
     __slots__ = ("items",)
 
@@ -175,7 +229,8 @@ class BoundMethodVar(Var):
 
 
 class IteratorVar(Var):
-    __slots__ = ("items", "pos", "generator", "marks")
+    __slots__ = ("items", "pos", "generator", "marks", "opaque", "truncated", "snapshot",
+                 "final_read")
 
     def __init__(self, items, generator: str | None = None) -> None:
         self.items = items  # a list (possibly a live ListVar.items) of Vars
@@ -183,6 +238,10 @@ class IteratorVar(Var):
         # For a loop over a range: (the range, the graph's length at each FOR_ITER),
         # the iterations' boundaries that capture/reroll.py rolls back into a loop node.
         self.marks: tuple | None = None
+        self.opaque = False  # the loop variable was read other than as an index (LoopIndexVar)
+        self.truncated = False  # its later iterations were not translated (reroll.py)
+        self.snapshot = None  # the frame at the start of an iteration, to compare with the next
+        self.final_read = False  # the loop variable's value after a truncated loop was read
         # The qualname of the generator function whose values these are (Note [generators
         # run eagerly]): such an iterator has no value outside the graph, since plain
         # Python would need the suspended generator itself.
