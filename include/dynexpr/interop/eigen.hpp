@@ -212,7 +212,8 @@ void product_into(const matmul_plan<T>& p, const View<T>& dest, T alpha, bool ac
 /// be expressions (materialised first); 1-D, 2-D and batched 3-D as np.matmul. dest may
 /// have any strides and may overlap the operands (then a temporary takes the product).
 template <class D, Operand A, Operand B>
-void matmul_into(const View<D>& dest, A&& a, B&& b, D alpha = D(1), bool accumulate = false) {
+void matmul_into(const View<D>& dest, A&& a, B&& b, std::type_identity_t<D> alpha = D(1),
+                 bool accumulate = false) {
   using TA = typename expr_t<A>::value_type;
   using TB = typename expr_t<B>::value_type;
   using T = promote_t<TA, TB>;
