@@ -4,6 +4,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <optional>
 #include <type_traits>
 
 #include "dynexpr/eval/assign.hpp"
@@ -63,16 +64,17 @@ auto as_eigen(const Tensor<T>& t) {
 
 namespace detail {
 /// An operand as a readable view: leaves as they are, anything else evaluated first
-/// (matmul operands are materialised once, then read by GEMM).
+/// (matmul operands are materialised once, then read by GEMM). The storage is optional:
+/// an empty Tensor still allocates, which a small product's call would feel.
 template <class T, class X>
-auto as_matrix_operand(X&& x, Tensor<T>& storage) {
+auto as_matrix_operand(X&& x, std::optional<Tensor<T>>& storage) {
   auto e = as_expr(std::forward<X>(x));
   using E = decltype(e);
   if constexpr (std::is_same_v<E, leaf_expr<T>>) {
     return e.view_;
   } else {
-    storage = dynexpr::eval(cast<T>(std::move(e)));
-    return View<const T>(storage.view());
+    storage.emplace(dynexpr::eval(cast<T>(std::move(e))));
+    return View<const T>(storage->view());
   }
 }
 
@@ -89,17 +91,17 @@ bool blas_product(View<const T> a, View<const T> b, const View<T>& c, T alpha, T
     const index_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
     if (m == 0 || n == 0 || k == 0 || blas::detail::gemm_ptr<T>(blas::current()) == nullptr) return false;
     const bool have_gemv = blas::detail::gemv_ptr<T>(blas::current()) != nullptr;
-    Tensor<T> ca, cb;
+    std::optional<Tensor<T>> ca, cb;  // copies only where BLAS cannot read in place
     bool ta = false, tb = false;
     index_t lda = 0, ldb = 0;
     if (!blas::layout(m, k, a.strides()[0], a.strides()[1], ta, lda)) {
-      ca = a.copy();
-      a = View<const T>(ca.view());
+      ca.emplace(a.copy());
+      a = View<const T>(ca->view());
       blas::layout(m, k, a.strides()[0], a.strides()[1], ta, lda);
     }
     if (!blas::layout(k, n, b.strides()[0], b.strides()[1], tb, ldb)) {
-      cb = b.copy();
-      b = View<const T>(cb.view());
+      cb.emplace(b.copy());
+      b = View<const T>(cb->view());
       blas::layout(k, n, b.strides()[0], b.strides()[1], tb, ldb);
     }
     // A stored transposed is a row-major (k x m) matrix with leading stride lda. gemv
@@ -218,7 +220,7 @@ void matmul_into(const View<D>& dest, A&& a, B&& b, std::type_identity_t<D> alph
   using TB = typename expr_t<B>::value_type;
   using T = promote_t<TA, TB>;
   static_assert(!is_bool_v<T>, "dynexpr::matmul: bool operands are not supported; cast first");
-  Tensor<T> sa, sb;
+  std::optional<Tensor<T>> sa, sb;
   const auto p = detail::plan_matmul<T>(detail::as_matrix_operand<T>(std::forward<A>(a), sa),
                                         detail::as_matrix_operand<T>(std::forward<B>(b), sb));
   if (!(dest.shape() == p.out))
@@ -245,7 +247,7 @@ auto matmul(A&& a, B&& b) {
   using TB = typename expr_t<B>::value_type;
   using T = promote_t<TA, TB>;
   static_assert(!is_bool_v<T>, "dynexpr::matmul: bool operands are not supported; cast first");
-  Tensor<T> sa, sb;
+  std::optional<Tensor<T>> sa, sb;
   const auto p = detail::plan_matmul<T>(detail::as_matrix_operand<T>(std::forward<A>(a), sa),
                                         detail::as_matrix_operand<T>(std::forward<B>(b), sb));
   Tensor<T> out(p.out);
