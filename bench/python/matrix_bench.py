@@ -2,10 +2,13 @@
 BLAS (Note [NumPy's BLAS] in bridge/dynexpr/blas.py), with the pointwise work around them
 fused into the unit.
 
-    .venv/bin/python bench/python/matrix_bench.py [--sizes 64,256,1000,2000] [--json PATH]
+    .venv/bin/python bench/python/matrix_bench.py [--sizes 64,256,1000,2000] [--quick] [--json PATH]
 
 Per size n (n x n float64 matrices, length-n vectors): A @ x, A.T @ y, alpha*A@B + beta*C
-and a pipeline with pointwise work after the product (tanh(A @ x + b) * s). Each is checked
+(scale and bias folded into the gemm: Note [alpha/beta folding] in blas_fold.py), a
+pipeline with pointwise work after the product (tanh(A @ x + b) * s) and a 2-layer MLP
+forward (relu(X @ W1 + b1) @ W2 + b2, X n x n, W1 n x n/2, W2 n/2 x 10); and A.T @ y at
+1500 whatever the sizes (issue 13's worst row). --quick: a shorter budget per row. Each is checked
 against NumPy (values, dtype, shape), then plain and captured are timed alternately, best
 of several calls within a time budget. `ratio` is NumPy's time over dynexpr's (above 1:
 dynexpr is faster). DYNEXPR_BLAS=0 measures dx::matmul's Eigen fallback instead.
@@ -39,6 +42,11 @@ def pipeline(A, x, b, s):
     return np.tanh(A @ x + b) * s
 
 
+def mlp(X, W1, b1, W2, b2):
+    h = np.maximum(X @ W1 + b1, 0.0)
+    return h @ W2 + b2
+
+
 def _best(fn, args, budget_s: float, calls: int = 50) -> float:
     best, spent = math.inf, 0.0
     for _ in range(calls):
@@ -51,13 +59,24 @@ def _best(fn, args, budget_s: float, calls: int = 50) -> float:
     return best
 
 
-def measure(n: int, budget_s: float) -> list[dict]:
+def cases(n: int, only_at_y: bool = False) -> list:
     rng = np.random.default_rng(n)
-    A, B, C = (rng.standard_normal((n, n)) for _ in range(3))
-    x, y, b = (rng.standard_normal(n) for _ in range(3))
+    A = rng.standard_normal((n, n))
+    y = rng.standard_normal(n)
+    if only_at_y:
+        return [(at_y, (A, y))]
+    B, C = (rng.standard_normal((n, n)) for _ in range(2))
+    x, b = (rng.standard_normal(n) for _ in range(2))
+    h = max(n // 2, 1)
+    W1, W2 = rng.standard_normal((n, h)) / n ** 0.5, rng.standard_normal((h, 10)) / h ** 0.5
+    b1, b2 = rng.standard_normal(h), rng.standard_normal(10)
+    return [(a_x, (A, x)), (at_y, (A, y)), (gemm, (A, B, C, 0.5, 2.0)),
+            (pipeline, (A, x, b, 0.25)), (mlp, (A, W1, b1, W2, b2))]
+
+
+def measure(n: int, budget_s: float, only_at_y: bool = False) -> list[dict]:
     rows = []
-    for fn, args in ((a_x, (A, x)), (at_y, (A, y)), (gemm, (A, B, C, 0.5, 2.0)),
-                     (pipeline, (A, x, b, 0.25))):
+    for fn, args in cases(n, only_at_y):
         f = dynexpr.capture(fn)
         t0 = time.perf_counter()
         got = f(*args)
@@ -78,12 +97,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="64,256,1000,2000")
     ap.add_argument("--budget", type=float, default=2.0, help="seconds per row and side")
+    ap.add_argument("--quick", action="store_true",
+                    help="0.3 s per row and side (a busy machine: ratios are noisier)")
     ap.add_argument("--json")
     a = ap.parse_args()
+    budget = 0.3 if a.quick else a.budget
     rows = []
     print(f"{'case':10s} {'n':>5s} {'numpy':>11s} {'dynexpr':>11s} {'ratio':>6s} {'first':>7s}")
-    for n in (int(s) for s in a.sizes.split(",")):
-        for r in measure(n, a.budget):
+    sizes = [(int(s), False) for s in a.sizes.split(",")]
+    if 1500 not in [n for n, _ in sizes]:
+        sizes.append((1500, True))
+    for n, only in sizes:
+        for r in measure(n, budget, only):
             rows.append(r)
             print(f"{r['case']:10s} {n:5d} {r['numpy_s'] * 1e6:9.1f}us {r['dynexpr_s'] * 1e6:9.1f}us"
                   f" {r['ratio']:6.2f} {r['first_s']:6.2f}s", flush=True)

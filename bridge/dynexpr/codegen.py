@@ -282,6 +282,9 @@ class _Unit:
         if v.op == "loop":
             codegen_loop.emit_loop(self, v, b)
             return
+        if v.op == "matmul":
+            self.matmul(v, b)
+            return
         if v.op == "setitem":
             base, value = v.args[0], v.args[1]
             if not self.same_buffer(base, b):
@@ -298,7 +301,7 @@ class _Unit:
         expr = self.compute(v)
         if b.kind == "tmp" and b.index not in self.declared_tmp:
             self.declared_tmp.add(b.index)
-            if v.op in ir.REDUCTIONS or v.op == "matmul":
+            if v.op in ir.REDUCTIONS:
                 self.emit(f"auto {dest} = dxk::tensor<{T}>({expr});")
             else:
                 self.emit(f"auto {dest} = dxk::eval_fresh{self.loop(v, b)}({expr});")
@@ -310,14 +313,54 @@ class _Unit:
         if b.kind == "out":
             self.written_out.add(b.index)
 
-    def loop(self, v: ir.Value, b: Buffer) -> str:
+    def matmul(self, v: ir.Value, b: Buffer) -> None:
+        """A product written straight into its buffer (no temporary, no copy), its scale
+        and bias folded into the BLAS call (Note [alpha/beta folding] in blas_fold.py):
+        the bias is written first, then the product accumulated onto it (beta = 1)."""
+        T = CTYPE[v.dtype]
+        a, b_ = self.ref(v.args[0]), self.ref(v.args[1])
+        rest = list(v.args[2:])
+        alpha = self.scalar_value(rest.pop(0), v.dtype) if v.attr("scaled") else None
+        bias = rest.pop(0) if v.attr("bias") else None
+        dest = self.buffer_ref(b)
+        fresh = b.kind == "out" and b.index not in self.written_out
+        if b.kind == "tmp" and b.index not in self.declared_tmp:
+            self.declared_tmp.add(b.index)
+            self.emit(f"auto {dest} = dx::Tensor<{T}>::empty({self.shape(b.shape)});")
+            fresh = True
+        target = f"{dest}.view()" if b.kind == "tmp" else dest
+        if bias is not None and not fresh:
+            # An argument's memory may be an operand: the bias must not overwrite it
+            # before the product has read it, so both go to a temporary first.
+            self.emit(f"auto m{v.id} = dx::Tensor<{T}>::empty({self.shape(v.shape)});")
+            target = f"m{v.id}.view()"
+        if bias is not None:
+            self.emit(f"dxk::assign_fresh{self.loop(v, b, bias)}({target}, {self.ref(bias)});")
+        extra = ""
+        if alpha is not None or bias is not None:
+            extra = f", {alpha or f'{T}(1)'}" + (", true" if bias is not None else "")
+        self.emit(f"dx::matmul_into({target}, {a}, {b_}{extra});")
+        if target.startswith("m"):
+            self.emit(f"dx::assign({dest}, m{v.id});")
+        if b.kind == "out":
+            self.written_out.add(b.index)
+
+    def scalar_value(self, s: ir.Value, dtype: str) -> str:
+        """A 0-d constant or argument as a C++ value of dtype (NumPy casts it so)."""
+        T = CTYPE[dtype]
+        if s.op == "const":
+            return scalar_literal(s.attr("value"), dtype)
+        return f"static_cast<{T}>({self.ref(s)}.data()[0])"
+
+    def loop(self, v: ir.Value, b: Buffer, expr: ir.Value | None = None) -> str:
         """"<true>" when the pointwise expression of v has an operand that is not
         unit-stride along the output's inner dimension, so the unit gets the packet loop
         for strides and broadcasts (Note [lean units] in kernels/prelude.hpp)."""
-        if (v.op in ir.REDUCTIONS or v.op in ("matmul", "loop_out") or not b.shape
-                or b.shape[-1] == 1):
+        if expr is None and (v.op in ir.REDUCTIONS or v.op in ("matmul", "loop_out")):
             return ""
-        todo, seen = [v], set()
+        if not b.shape or b.shape[-1] == 1:
+            return ""
+        todo, seen = [v if expr is None else expr], set()
         while todo:
             u = todo.pop()
             if u.id in seen or u.op == "const":
@@ -347,8 +390,6 @@ class _Unit:
         """The expression a materialised value is evaluated from."""
         if v.op in ir.REDUCTIONS:
             return self.reduction(v)
-        if v.op == "matmul":
-            return f"dx::matmul({self.ref(v.args[0])}, {self.ref(v.args[1])})"
         if v.op == "loop_out":
             return codegen_loop.carried_name(v.args[0], v.attr("index"))
         if v.op in ("const", "full", "input") or v.op in ir.VIEWS:

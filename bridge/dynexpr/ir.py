@@ -101,7 +101,8 @@ Dim = "int | str"
 #     argmin/argmax axis is None or a non-negative int; var/std carry ddof.
 #   - reshape shape has no -1; transpose axes is a full permutation; expand_dims and
 #     squeeze axis are explicit tuples of non-negative ints.
-#   - matmul is always 2-D @ 2-D (1-D operands arrive reshaped to rows/columns).
+#   - matmul is 2-D @ 2-D (1-D operands arrive reshaped to rows/columns), or batched:
+#     2-D/3-D operands, a 3-D result, a batch of one broadcast (np_linalg.batched_matmul).
 #   - graph outputs are computed values: never an input, a const or a view (a copy,
 #     an astype to the same dtype, is added where needed); inputs are numbered 0..n-1
 #     in order, and every mutated input is an input even when its old value is unused.

@@ -10,7 +10,8 @@ Every live value gets one storage:
             a unit-local temporary (`tmp`).
 
 Note [fusion boundaries]
-Materialised: outputs, reductions (their pointwise input is fused into them), matmul,
+Materialised: outputs, reductions (their pointwise input is fused into them), matmul
+(with its scale and bias: Note [alpha/beta folding] in blas_fold.py),
 setitem, final values of mutated arguments, values a view is taken of, and pointwise
 values used more than once (after structural hashing, so a common subexpression is
 computed once, not once per use as a plain expression template would), and a pointwise
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import ir
+from . import blas_fold, ir
 
 POINTWISE_STRUCTURAL = ("where", "astype")
 
@@ -97,6 +98,8 @@ def schedule(graph: ir.Graph, fuse: bool = True) -> Schedule:
     _, remap = _cse(graph)
     outputs = [remap[o.id] for o in graph.outputs]
     mutated = {i: remap[v.id] for i, v in graph.mutations}
+    if fuse:  # Note [alpha/beta folding]: scale and bias into the product's BLAS call
+        outputs, mutated = blas_fold.fold(outputs, mutated)
     values = ir.walk(outputs + list(mutated.values()))
     users: dict[int, list[ir.Value]] = {v.id: [] for v in values}
     for v in values:

@@ -472,13 +472,12 @@ template <class I, class T>
 void fake_gemv(int order, int ta, I rows, I cols, T alpha, const T* a, I lda, const T* x, I incx, T beta, T* y,
                I incy) {
   REQUIRE(order == 101);
-  REQUIRE(beta == T(0));
   ++blas_calls;
   const I len = ta == 112 ? cols : rows, inner = ta == 112 ? rows : cols;
   for (I i = 0; i < len; ++i) {
     double s = 0;
     for (I p = 0; p < inner; ++p) s += double(ta == 112 ? a[p * lda + i] : a[i * lda + p]) * double(x[p * incx]);
-    y[i * incy] = T(alpha * s);
+    y[i * incy] = T(alpha * s + (beta != T(0) ? double(beta) * double(y[i * incy]) : 0.0));
   }
 }
 template <class I>
@@ -548,4 +547,72 @@ TEST_CASE_TEMPLATE("dx::matmul of a large product splits rows over the pool", T,
   const auto v = random<T>(Shape{120}, 46);
   expect_matmul(dx::matmul(a, v), a.view(), v.view().reshape(Shape{120, 1}));
   dx::parallel::set_num_threads(saved);
+}
+
+// ---------------------------------------------------------------------------------------
+// dx::matmul_into: the product written into its destination, alpha and accumulate
+// ---------------------------------------------------------------------------------------
+
+namespace {
+// got (any 1-D/2-D shape) == alpha * ref + beta * old, element by element within the bound.
+template <class T>
+void expect_axpby(const dx::View<T>& got, const std::vector<double>& ref, const std::vector<double>& old,
+                  double alpha, double beta) {
+  const auto c = dx::Tensor<T>(got.copy());
+  REQUIRE(size_t(c.size()) == ref.size());
+  for (index_t i = 0; i < c.size(); ++i) {
+    const double want = alpha * ref[i] + beta * old[i];
+    CHECK(double(c.data()[i]) == doctest::Approx(want).epsilon(std::is_same_v<T, float> ? 1e-4 : 1e-10));
+  }
+}
+template <class T>
+std::vector<double> values(const dx::View<T>& v) {
+  const auto c = dx::Tensor<std::remove_const_t<T>>(v.copy());
+  return std::vector<double>(c.data(), c.data() + c.size());
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("dx::matmul_into: alpha, accumulate, strided and overlapping destinations", T, float, double,
+                   std::int64_t) {
+  for (const bool hooked : {false, true}) {
+    CAPTURE(hooked);
+    hook_guard g(hooked ? fake_hooks<int>() : dx::blas::hooks{});
+    const auto a = random<T>(Shape{6, 5}, 50), b = random<T>(Shape{5, 4}, 51), v = random<T>(Shape{5}, 52);
+    const auto ref = ref_matmul(a.view(), b.view());
+    const std::vector<double> zeros(ref.size(), 0.0);
+    // fresh contiguous destination, alpha = 3
+    dx::Tensor<T> c(Shape{6, 4});
+    dx::matmul_into(c.view(), a, b, T(3));
+    expect_axpby<T>(c.view(), ref, zeros, 3, 0);
+    // accumulate onto what is there (the unit writes beta * C first)
+    const auto old = values(c.view());
+    dx::matmul_into(c.view(), a, b, T(2), true);
+    expect_axpby<T>(c.view(), ref, old, 2, 1);
+    // a destination with a row stride (every other row of a bigger tensor) and a transposed one
+    dx::Tensor<T> big(Shape{12, 4});
+    const auto rows = big.view().slice(dx::slice(dx::none, dx::none, 2), dx::colon);
+    dx::matmul_into(rows, a, b);
+    expect_axpby<T>(rows, ref, zeros, 1, 0);
+    dx::Tensor<T> ct(Shape{4, 6});
+    const auto ctt = ct.view().transpose();
+    dx::matmul_into(ctt, a, b);
+    expect_axpby<T>(ctt, ref, zeros, 1, 0);
+    // matrix-vector into a strided vector, with accumulate
+    dx::Tensor<T> y(Shape{12});
+    const auto ys = y.view().slice(dx::slice(dx::none, dx::none, 2));
+    dx::assign(ys, dx::scalar<T>(T(1)));
+    dx::matmul_into(ys, a, v, T(1), true);
+    expect_axpby<T>(ys, ref_matmul(a.view(), v.view().reshape(Shape{5, 1})), std::vector<double>(6, 1.0), 1, 1);
+    // destination overlapping an operand: x = A x (square), computed through a temporary
+    auto sq = random<T>(Shape{5, 5}, 53);
+    auto x = dx::Tensor<T>(v.view().copy());
+    const auto want = ref_matmul(sq.view(), x.view().reshape(Shape{5, 1}));
+    dx::matmul_into(x.view(), sq, x);
+    expect_axpby<T>(x.view(), want, std::vector<double>(5, 0.0), 1, 0);
+    // a shape that is not the product's names both
+    dx::Tensor<T> wrong(Shape{6, 5});
+    const std::string m = message_of<dx::shape_error>([&] { dx::matmul_into(wrong.view(), a, b); });
+    CHECK(contains(m, "(6, 4)"));
+    CHECK(contains(m, "(6, 5)"));
+  }
 }

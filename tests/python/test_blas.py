@@ -2,8 +2,8 @@
 dynexpr/blas.py, Note [BLAS hook] in include/dynexpr/interop/blas.hpp): `@`, np.matmul,
 np.dot, np.inner, np.vdot and np.outer captured with the pointwise work around them, each
 result compared with plain NumPy (values, dtype, shape) on float32/float64/int/bool,
-transposed and strided operands, 1-D/2-D; batched products, np.tensordot and np.einsum
-stay plain NumPy (a graph break) and are still right."""
+transposed and strided operands, 1-D/2-D; batched products, np.tensordot and np.einsum are
+tests/python/test_contractions.py's, scale and bias folding test_blas_fold.py's."""
 
 import subprocess
 import sys
@@ -106,7 +106,7 @@ def plain_ops(a, b, c):
     return np.tensordot(a, b, axes=1), np.einsum("ij,jk->ik", a, b), c @ c, np.inner(c, c)
 
 
-def test_what_is_left_to_numpy_is_right():
+def test_contractions_beside_products_are_right():
     a, b, c = arr((3, 4), "float64"), arr((4, 2), "float64"), arr((2, 3, 3), "float64")
     f = dynexpr.capture(plain_ops)
     assert_same(plain_ops(a, b, c), f(a, b, c))

@@ -75,8 +75,9 @@ def test_graph_is_well_formed(case):
                 assert v.args[0].dtype == "bool" and v.args[1].dtype == v.args[2].dtype == v.dtype
             if v.op == "setitem":
                 assert v.args[1].dtype == v.dtype
-            if v.op == "matmul":
-                assert v.args[0].ndim == v.args[1].ndim == 2
+            if v.op == "matmul":  # 2-D, or batched: a 3-D result of 2-D/3-D operands
+                nds = (v.args[0].ndim, v.args[1].ndim)
+                assert set(nds) <= {2, 3} and v.ndim == (3 if 3 in nds else 2), v
         for o in g.outputs:
             assert o.op not in ("input", "const") and o.op not in ir.VIEWS, o
         inputs = g.inputs

@@ -308,7 +308,9 @@ def full(ctx: Context, shape: Any, fill: Any, dtype: Any, kind: str = "ndarray")
 # --- matmul ---------------------------------------------------------------------------
 
 
-def matmul(ctx: Context, a: Var, b: Var) -> Var:
+def matmul(ctx: Context, a: Var, b: Var, batched: bool = False) -> Var:
+    """a @ b. batched: a and b are 2-D or 3-D (np_linalg.batched_matmul's operands, a
+    batch of one broadcast), the node a 3-D product."""
     if (
         not (isinstance(a, ArrayVar) and isinstance(b, ArrayVar))
         or a.is_scalar
@@ -319,8 +321,10 @@ def matmul(ctx: Context, a: Var, b: Var) -> Var:
         graph_break(
             "matmul of scalars (NumPy raises ValueError) or of Python data is not supported"
         )
-    if a.ndim > 2 or b.ndim > 2:
-        graph_break("batched matmul (operands with more than 2 dims) is not supported yet")
+    if (a.ndim > 2 or b.ndim > 2) and not batched:
+        from . import np_linalg  # it builds on this function
+
+        return np_linalg.batched_matmul(ctx, a, b)
     k_a = a.shape[-1]
     k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
     if k_a != k_b:
@@ -336,7 +340,7 @@ def matmul(ctx: Context, a: Var, b: Var) -> Var:
         # NumPy's bool matmul is OR of ANDs: the int64 product (counts, >= 0) is nonzero
         # exactly there; dx::matmul has no bool GEMM.
         ia, ib = (astype(ctx, x, np.int64, True) for x in (a, b))
-        return ufunc(ctx, np.not_equal, [matmul(ctx, ia, ib), PyVar(0)])
+        return ufunc(ctx, np.not_equal, [matmul(ctx, ia, ib, batched), PyVar(0)])
     # The IR's matmul is always 2-D @ 2-D; 1-D operands are NumPy's promoted rows/columns.
     va = g.cast(a.value, loop[0])
     vb = g.cast(b.value, loop[1])
@@ -344,7 +348,10 @@ def matmul(ctx: Context, a: Var, b: Var) -> Var:
         va = g.node("reshape", (va,), va.dtype, (1, k_a), shape=(1, k_a))
     if b.ndim == 1:
         vb = g.node("reshape", (vb,), vb.dtype, (k_b, 1), shape=(k_b, 1))
-    n, m = va.shape[0], vb.shape[1]
+    n, m = va.shape[-2], vb.shape[-1]
+    if va.ndim == 3 or vb.ndim == 3:
+        nb = max(x.shape[0] if x.ndim == 3 else 1 for x in (va, vb))
+        return fresh(g, g.node("matmul", (va, vb), dtype, (nb, n, m)), kind)
     out = g.node("matmul", (va, vb), dtype, (n, m))
     final = tuple(([n] if a.ndim == 2 else []) + ([m] if b.ndim == 2 else []))
     if final != (n, m):
@@ -356,7 +363,9 @@ def dot(ctx: Context, a: Var, b: Var) -> Var:
     if isinstance(a, PyVar) or isinstance(b, PyVar) or a.ndim == 0 or b.ndim == 0:
         return ufunc(ctx, np.multiply, [a, b])
     if a.ndim > 2 or b.ndim > 2:
-        graph_break("np.dot of arrays with more than 2 dims is not supported")
+        from . import np_linalg
+
+        return np_linalg.dot_nd(ctx, a, b)
     return matmul(ctx, a, b)
 
 

@@ -440,6 +440,8 @@ def _tables() -> tuple[dict, dict]:
             np.empty: _creator(0),
             np.full: _creator(None),
             np.shape: _facts(np.shape),
+            np.tensordot: np_linalg.tensordot_call,
+            np.einsum: np_linalg.einsum_call,
             np.ndim: _facts(np.ndim),
             np.size: _facts(np.size),
         }

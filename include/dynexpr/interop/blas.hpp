@@ -86,37 +86,38 @@ inline bool layout(index_t rows, index_t cols, index_t s0, index_t s1, bool& tr,
   return false;
 }
 
-/// C (m x n, contiguous) = op(A) op(B), through the hooked BLAS. false: no BLAS for T.
+/// C (m x n, row-major, leading stride ldc) = alpha op(A) op(B) + beta C, through the
+/// hooked BLAS. false: no BLAS for T.
 template <class T>
-bool gemm(bool ta, bool tb, index_t m, index_t n, index_t k, const T* a, index_t lda, const T* b,
-          index_t ldb, T* c) {
+bool gemm(bool ta, bool tb, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b,
+          index_t ldb, T beta, T* c, index_t ldc) {
   const hooks& h = current();
   void* p = detail::gemm_ptr<T>(h);
-  if (p == nullptr || !detail::fits(h, {m, n, k, lda, ldb})) return false;
+  if (p == nullptr || !detail::fits(h, {m, n, k, lda, ldb, ldc})) return false;
   const int oa = ta ? detail::trans : detail::no_trans, ob = tb ? detail::trans : detail::no_trans;
   if (h.int64)
-    reinterpret_cast<detail::gemm_fn<std::int64_t, T>>(p)(detail::row_major, oa, ob, m, n, k, T(1), a, lda, b,
-                                                          ldb, T(0), c, n);
+    reinterpret_cast<detail::gemm_fn<std::int64_t, T>>(p)(detail::row_major, oa, ob, m, n, k, alpha, a, lda, b,
+                                                          ldb, beta, c, ldc);
   else
-    reinterpret_cast<detail::gemm_fn<int, T>>(p)(detail::row_major, oa, ob, int(m), int(n), int(k), T(1), a,
-                                                 int(lda), b, int(ldb), T(0), c, int(n));
+    reinterpret_cast<detail::gemm_fn<int, T>>(p)(detail::row_major, oa, ob, int(m), int(n), int(k), alpha, a,
+                                                 int(lda), b, int(ldb), beta, c, int(ldc));
   return true;
 }
 
-/// y (contiguous, stride incy) = op(A) x with A rows x cols as stored. false: no BLAS.
+/// y (stride incy) = alpha op(A) x + beta y with A rows x cols as stored. false: no BLAS.
 template <class T>
-bool gemv(bool ta, index_t rows, index_t cols, const T* a, index_t lda, const T* x, index_t incx, T* y,
-          index_t incy) {
+bool gemv(bool ta, index_t rows, index_t cols, T alpha, const T* a, index_t lda, const T* x, index_t incx,
+          T beta, T* y, index_t incy) {
   const hooks& h = current();
   void* p = detail::gemv_ptr<T>(h);
   if (p == nullptr || !detail::fits(h, {rows, cols, lda, incx, incy})) return false;
   const int oa = ta ? detail::trans : detail::no_trans;
   if (h.int64)
-    reinterpret_cast<detail::gemv_fn<std::int64_t, T>>(p)(detail::row_major, oa, rows, cols, T(1), a, lda, x,
-                                                          incx, T(0), y, incy);
+    reinterpret_cast<detail::gemv_fn<std::int64_t, T>>(p)(detail::row_major, oa, rows, cols, alpha, a, lda, x,
+                                                          incx, beta, y, incy);
   else
-    reinterpret_cast<detail::gemv_fn<int, T>>(p)(detail::row_major, oa, int(rows), int(cols), T(1), a, int(lda),
-                                                 x, int(incx), T(0), y, int(incy));
+    reinterpret_cast<detail::gemv_fn<int, T>>(p)(detail::row_major, oa, int(rows), int(cols), alpha, a, int(lda),
+                                                 x, int(incx), beta, y, int(incy));
   return true;
 }
 
