@@ -1,0 +1,540 @@
+"""backend="cuda", codegen: a Schedule (the same one the cpu backend renders as C++
+expression templates, schedule.py) rendered as one CUDA C++ unit of __global__ kernels
+plus the list of launches that runs it.
+
+    unit = generate(schedule.schedule(graph), contiguous={0, 1})
+    unit.source      # prelude (cuda_prelude.py) + one extern "C" kernel per launch
+    unit.launches    # [Launch(kernel, grid, block, args)] in order
+    unit.arrays      # every buffer: inputs x<i>, outputs o<k>, temporaries t<k>,
+                     # workspaces w<k> (reduction partials, scratch copies)
+
+Note [cuda kernels]
+- One kernel per fused pointwise group (schedule.Kernel), each a grid-stride loop over the
+  group's shape; the lazy values of the group are locals of the loop body.
+- Operands are read through index maps, not copies: a view op (getitem, transpose,
+  broadcast_to, expand_dims, squeeze, reshape) maps the loop's multi-index to its base's,
+  and an array turns a multi-index into an address with its strides: constants for the
+  unit's own buffers and for inputs that were C-contiguous when generated (`contiguous`,
+  checked again by every launcher), kernel parameters (element strides) for the others.
+- 32-bit indices unless a size (of a loop, or of a buffer addressed with constant
+  strides) needs 64 bits; addresses through stride parameters are always 64-bit.
+- Constants (`const`, `full`) are kernel parameters, so the kernel text does not depend
+  on their values.
+- Reductions (sum prod min max mean any all, over any axes): each output element is
+  reduced by G blocks of BLOCK threads; each thread accumulates a strided share, the
+  block combines its shared-memory slots in a fixed tree, and with G > 1 a second kernel
+  combines the G partials the same way. G and BLOCK depend only on the sizes, so the
+  order of the additions, hence the result, is the same on every run and every device.
+- A store into an array the same kernel also reads at another address (x[1:] = x[:-1],
+  a mutated argument read transposed) is a race on a GPU: it goes through a workspace
+  copy (two kernels).
+Not generated yet (NotImplementedError naming it): matmul, loops, var/std, argmin/argmax,
+dynamic extents.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .. import codegen, ir
+from ..schedule import Buffer, Schedule
+from .cuda_prelude import prelude
+
+CT = {"bool": "bool", "uint8": "unsigned char", "int32": "int", "int64": "long long",
+      "float32": "float", "float64": "double"}
+BLOCK = 256
+MAX_GRID = 8192
+REDUCE_OPS = ("sum", "prod", "min", "max", "mean", "any", "all")
+
+
+@dataclass
+class Array:
+    name: str
+    dtype: str
+    shape: tuple
+    strided: bool = False  # its element strides are kernel parameters
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass
+class Launch:
+    kernel: str
+    grid: int
+    block: int
+    # ("ptr", array) | ("stride", array, axis) | ("scalar", dtype, value)
+    args: list = field(default_factory=list)
+
+
+@dataclass
+class CudaUnit:
+    source: str
+    arrays: dict
+    launches: list
+    schedule: Schedule
+    index_type: str
+    contiguous: frozenset
+
+
+def generate(s: Schedule, contiguous=frozenset()) -> CudaUnit:
+    return _Unit(s, frozenset(contiguous)).render()
+
+
+def _c_strides(shape) -> list[int]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= int(d)
+    return out[::-1]
+
+
+def _tuple(x) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+class _Unit:
+    def __init__(self, s: Schedule, contiguous: frozenset):
+        self.s = s
+        self.arrays: dict[str, Array] = {}
+        for i, (dtype, shape, _) in enumerate(s.inputs):
+            self._dims(shape)
+            self.arrays[f"x{i}"] = Array(f"x{i}", dtype, tuple(shape), i not in contiguous)
+        for b in s.outputs:
+            self.arrays[f"o{b.index}"] = Array(f"o{b.index}", b.dtype, tuple(b.shape))
+        self.kernels: list[str] = []
+        self.launches: list[Launch] = []
+        self.contiguous = contiguous
+        self.n_work = 0
+        sizes = [a.size for a in self.arrays.values()] + [
+            math.prod(st.buffer.shape) for k in s.kernels for st in k.stores]
+        big = max(sizes + [0]) + MAX_GRID * BLOCK
+        self.I = "int" if big < 2 ** 31 else "long long"
+
+    @staticmethod
+    def _dims(shape):
+        if any(isinstance(d, str) for d in shape):
+            raise NotImplementedError("dynexpr cuda codegen: dynamic extents are not "
+                                      "generated yet; capture with dynamic=False")
+
+    def array_of(self, b: Buffer) -> Array:
+        name = {"in": "x", "out": "o", "tmp": "t"}[b.kind] + str(b.index)
+        if name not in self.arrays:
+            self._dims(b.shape)
+            self.arrays[name] = Array(name, b.dtype, tuple(b.shape))
+        return self.arrays[name]
+
+    def workspace(self, dtype: str, shape: tuple) -> Array:
+        a = Array(f"w{self.n_work}", dtype, tuple(shape))
+        self.n_work += 1
+        self.arrays[a.name] = a
+        return a
+
+    # ----------------------------------------------------------------------- render
+    def render(self) -> CudaUnit:
+        for n, k in enumerate(self.s.kernels):
+            if k.kind in ("matmul", "loop", "loop_out"):
+                raise NotImplementedError(f"dynexpr cuda codegen: {k.kind} is not generated "
+                                          "for CUDA yet")
+            if k.kind == "pointwise":
+                self.pointwise(k.stores)
+            elif k.kind == "reduction":
+                for st in k.stores:
+                    self.reduction(st.value, self.array_of(st.buffer))
+            elif k.kind == "setitem":
+                for st in k.stores:
+                    self.setitem(st.value, st.buffer)
+            else:  # copy
+                for st in k.stores:
+                    self.pointwise([st], as_leaf=False)
+        head = [f"// dynexpr generated CUDA unit. Graph:"]
+        head += ["//   " + ln for ln in self.s.graph.canonical().splitlines()]
+        source = "\n".join(head + [prelude(), "", *self.kernels, ""])
+        return CudaUnit(source, self.arrays, self.launches, self.s, self.I, self.contiguous)
+
+    def _grid(self, n: int) -> int:
+        return max(1, min(MAX_GRID, -(-n // BLOCK)))
+
+    def pointwise(self, stores, as_leaf: bool = True) -> None:
+        """One grid-stride kernel computing every store of a fused group (as_leaf=False:
+        copying values that already have a buffer of their own)."""
+        shape = tuple(stores[0].value.shape)
+        jobs = [(st.value, self.array_of(st.buffer), None) for st in stores]
+        self._pointwise_kernel(shape, jobs, as_leaf)
+
+    def _pointwise_kernel(self, shape, jobs, as_leaf=True) -> None:
+        """jobs: (value, destination array, index map or None: the identity)."""
+        k = _Kernel(self, shape, linear=True)
+        rendered = [(v, dest, imap, k.value(v, k.idx, as_leaf=as_leaf)) for v, dest, imap in jobs]
+        stores = []
+        for v, dest, imap, expr in rendered:
+            didx = k.idx if imap is None else imap(k.idx)
+            addr = k.address(dest, didx, write=True)
+            clash = {a for a in k.reads.get(dest.name, set()) if a != addr}
+            if clash:  # Note [cuda kernels]: read elsewhere in this kernel -> via a copy
+                w = self.workspace(v.dtype, shape)
+                self._pointwise_kernel(shape, [(v, w, None)], as_leaf)
+                src = ir.Value("input", (), v.dtype, shape, (("workspace", w.name),), -1)
+                self._pointwise_kernel(shape, [(src, dest, imap)])
+                continue
+            stores.append(f"{dest.name}[{addr}] = {expr};")
+        if stores:
+            self.emit_pointwise(k, stores)
+
+    def emit_pointwise(self, k: "_Kernel", stores: list[str]) -> None:
+        n = math.prod(k.shape)
+        I = self.I
+        name = f"k{len(self.launches)}"
+        body = [f"  for ({I} i = ({I})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; "
+                f"i += ({I})gridDim.x * blockDim.x) {{"]
+        body += ["    " + ln for ln in k.unravel("i", k.shape, k.idx) + k.lines + stores]
+        body += ["  }"]
+        self.add_kernel(name, k, ["DXCU_THREADS {", *body, "}"], self._grid(n), BLOCK)
+
+    def add_kernel(self, name, k: "_Kernel", body: list[str], grid: int, block: int) -> None:
+        params = ", ".join(decl for decl, _ in k.params)
+        self.kernels.append(f'extern "C" __global__ void __launch_bounds__({block}) '
+                            f"{name}({params}) {{")
+        self.kernels += ["  " + ln for ln in body] + ["}", ""]
+        self.launches.append(Launch(name, grid, block, [arg for _, arg in k.params]))
+
+    # ------------------------------------------------------------------- setitem
+    def setitem(self, v: ir.Value, b: Buffer) -> None:
+        dest = self.array_of(b)
+        base, value = v.args[0], v.args[1]
+        same = (b.kind == "in" and base.op == "input" and base.attr("index") == b.index) \
+            or self.s.storage.get(base.id) == b
+        if not same:
+            self._pointwise_kernel(tuple(base.shape), [(base, dest, None)])
+        items = v.attr("index")
+        self._pointwise_kernel(tuple(value.shape),
+                               [(value, dest, lambda idx: getitem_map(items, base.shape, idx))],
+                               as_leaf=False)
+
+    # ----------------------------------------------------------------- reductions
+    def reduction(self, v: ir.Value, dest: Array) -> None:
+        if v.op not in REDUCE_OPS:
+            raise NotImplementedError(f"dynexpr cuda codegen: {v.op} is not generated for "
+                                      "CUDA yet")
+        a = v.args[0]
+        nd = len(a.shape)
+        axes = v.attr("axes")
+        red = set(range(nd)) if axes is None else {x % nd for x in _tuple(axes)}
+        kept = [d for d in range(nd) if d not in red]
+        M = math.prod(int(a.shape[d]) for d in kept)
+        R = math.prod(int(a.shape[d]) for d in red)
+        G = 1 if M >= 64 or R <= BLOCK * 16 else min(-(-R // (BLOCK * 16)), max(1, 1024 // M))
+        acc = CT[v.dtype]
+        combine, ident = _combiner(v.op, v.dtype)
+        def final(r):
+            return f"{r} / ({acc}){R}" if v.op == "mean" else r
+
+        k = _Kernel(self, tuple(a.shape))
+        I = self.I
+        mi, ri = [f"i{d}" for d in kept], [f"i{d}" for d in sorted(red)]
+        expr = k.value(a, k.idx, as_leaf=False)
+        part = None if G == 1 else self.workspace(v.dtype, (M * G,))
+        if part is None:
+            out = k.address(dest, _out_index(v, kept, mi, dest), write=True)
+            tail = _unravel_named("m", [a.shape[d] for d in kept], mi, I) + [
+                f"{dest.name}[{out}] = {final('sh[0]')};"]
+        else:
+            tail = [f"{k.ptr(part, True)}[m * {G} + g] = sh[0];"]
+        body = [f"DXCU_SHARED {acc} sh[{BLOCK}];",
+                f"const {I} m = blockIdx.x / {G}, g = blockIdx.x % {G};",
+                "DXCU_THREADS {",
+                f"  {acc} r = {ident};",
+                *["  " + ln for ln in _unravel_named("m", [a.shape[d] for d in kept], mi, I)],
+                f"  for ({I} j = g * {BLOCK} + threadIdx.x; j < {R}; j += {G * BLOCK}) {{",
+                *["    " + ln for ln in _unravel_named("j", [a.shape[d] for d in sorted(red)],
+                                                       ri, I)],
+                *["    " + ln for ln in k.lines],
+                f"    r = {combine('r', f'dxcu::cast<{acc}>({expr})')};",
+                "  }",
+                "  sh[threadIdx.x] = r;",
+                "}",
+                *_tree(acc, combine),
+                "DXCU_THREADS {",
+                "  if (threadIdx.x == 0) {",
+                *["    " + ln for ln in tail],
+                "  }",
+                "}"]
+        self.add_kernel(f"k{len(self.launches)}", k, body, M * G, BLOCK)
+        if part is not None:
+            k2 = _Kernel(self, ())
+            src = k2.ptr(part, False)
+            out = k2.address(dest, _out_index(v, kept, [f"i{d}" for d in kept], dest), write=True)
+            body = [f"DXCU_SHARED {acc} sh[{BLOCK}];",
+                    f"const {I} m = blockIdx.x;",
+                    "DXCU_THREADS {",
+                    f"  {acc} r = {ident};",
+                    f"  for ({I} j = threadIdx.x; j < {G}; j += {BLOCK}) "
+                    f"r = {combine('r', f'{src}[m * {G} + j]')};",
+                    "  sh[threadIdx.x] = r;",
+                    "}",
+                    *_tree(acc, combine),
+                    "DXCU_THREADS {",
+                    "  if (threadIdx.x == 0) {",
+                    *["    " + ln for ln in _unravel_named("m", [a.shape[d] for d in kept],
+                                                           [f"i{d}" for d in kept], I)],
+                    f"    {dest.name}[{out}] = {final('sh[0]')};",
+                    "  }",
+                    "}"]
+            self.add_kernel(f"k{len(self.launches)}", k2, body, M, BLOCK)
+
+
+def _out_index(v: ir.Value, kept, names, dest: Array) -> list[str]:
+    """The reduction's output multi-index from the kept input dims (keepdims: 0s)."""
+    nd = len(v.args[0].shape)
+    if v.attr("keepdims"):
+        return [names[kept.index(d)] if d in kept else "0" for d in range(nd)]
+    return list(names)
+
+
+def _combiner(op: str, dtype: str):
+    T = CT[dtype]
+    if op in ("sum", "mean"):
+        return (lambda a, b: f"dxcu::ops::add_op::scalar<{T}>({a}, {b})"), f"{T}(0)"
+    if op == "prod":
+        return (lambda a, b: f"dxcu::ops::mul_op::scalar<{T}>({a}, {b})"), f"{T}(1)"
+    if op == "any":
+        return (lambda a, b: f"({a} || {b})"), "false"
+    if op == "all":
+        return (lambda a, b: f"({a} && {b})"), "true"
+    fn = "scalar_min" if op == "min" else "scalar_max"
+    if dtype in ("float32", "float64"):
+        ident = f"{'' if op == 'min' else '-'}dxcu::std::numeric_limits<{T}>::infinity()"
+    else:
+        ident = f"dxcu::std::numeric_limits<{T}>::{'max' if op == 'min' else 'min'}()"
+    return (lambda a, b: f"dxcu::ops::detail::{fn}<{T}>({a}, {b})"), ident
+
+
+def _tree(acc: str, combine) -> list[str]:
+    """The block's fixed-order combination of its BLOCK shared slots (Note [phases])."""
+    return ["DXCU_SYNC",
+            f"for (unsigned s = {BLOCK // 2}; s > 0; s >>= 1) {{",
+            "  DXCU_THREADS {",
+            f"    if (threadIdx.x < s) sh[threadIdx.x] = "
+            f"{combine('sh[threadIdx.x]', 'sh[threadIdx.x + s]')};",
+            "  }",
+            "  DXCU_SYNC",
+            "}"]
+
+
+def _unravel_named(lin: str, shape, names, I) -> list[str]:
+    """Declarations of `names` (row-major) from the linear index `lin` over shape."""
+    if not names:
+        return []
+    lines = [f"{I} r_{lin} = {lin};"]
+    for d in range(len(names) - 1, 0, -1):
+        lines.append(f"const {I} {names[d]} = r_{lin} % {int(shape[d])}; r_{lin} /= {int(shape[d])};")
+    lines.append(f"const {I} {names[0]} = r_{lin};")
+    return lines
+
+
+def getitem_map(items, base_shape, idx: list[str]) -> list[str]:
+    """getitem: the base's multi-index of the view element at idx (Note [what capture
+    guarantees]: starts are >= 0, a missing trailing item is the whole dim)."""
+    out, k = [], 0
+    for it in items:
+        if it[0] == "int":
+            out.append(str(int(it[1])))
+        elif it[0] == "slice":
+            start = 0 if it[1] is None else int(it[1])
+            step = 1 if it[3] is None else int(it[3])
+            out.append(_affine(start, step, idx[k]))
+            k += 1
+        elif it[0] == "newaxis":
+            k += 1
+        else:
+            raise NotImplementedError(f"dynexpr cuda codegen: index item {it!r}")
+    while len(out) < len(base_shape):
+        out.append(idx[k])
+        k += 1
+    return out
+
+
+def _affine(start: int, step: int, i: str) -> str:
+    term = i if step == 1 else f"{step} * {i}"
+    return term if start == 0 else f"({start} + {term})"
+
+
+class _Kernel:
+    """One kernel's body over a domain shape: lazy values as locals, parameters."""
+
+    def __init__(self, unit: _Unit, shape: tuple, linear: bool = False):
+        self.u = unit
+        self.linear = linear  # the body has the linear index `i` over shape
+        self.shape = tuple(int(d) for d in shape)
+        self.idx = [f"i{d}" for d in range(len(self.shape))]
+        self.lines: list[str] = []
+        self.params: list[tuple[str, tuple]] = []
+        self.seen: set[str] = set()
+        self.names: dict[tuple, str] = {}  # (value id, index) -> local name
+        self.reads: dict[str, set[str]] = {}
+
+    def unravel(self, lin, shape, names) -> list[str]:
+        return _unravel_named(lin, shape, names, self.u.I)
+
+    # ---------------------------------------------------------------- parameters
+    def ptr(self, a: Array, write: bool) -> str:
+        key = f"ptr {a.name}"
+        if key not in self.seen:
+            self.seen.add(key)
+            const = "" if a.name[0] in "otw" or write else "const "
+            self.params.append((f"{const}{CT[a.dtype]}* __restrict__ {a.name}", ("ptr", a.name)))
+        elif write and a.name[0] == "x":
+            k = next(n for n, (_, arg) in enumerate(self.params) if arg == ("ptr", a.name))
+            self.params[k] = (self.params[k][0].removeprefix("const "), self.params[k][1])
+        return a.name
+
+    def stride(self, a: Array, axis: int) -> str:
+        name = f"{a.name}s{axis}"
+        if name not in self.seen:
+            self.seen.add(name)
+            self.params.append((f"long long {name}", ("stride", a.name, axis)))
+        return name
+
+    def scalar(self, v: ir.Value) -> str:
+        name = f"c{v.id}"
+        if name not in self.seen:
+            self.seen.add(name)
+            self.params.append((f"{CT[v.dtype]} {name}", ("scalar", v.dtype, v.attr("value"))))
+        return name
+
+    # ------------------------------------------------------------------ addresses
+    def address(self, a: Array, idx: list[str], write: bool = False) -> str:
+        self.ptr(a, write)
+        if self.linear and idx is self.idx and not a.strided and a.shape == self.shape and self.shape:
+            return "i"  # the loop's own linear index: a contiguous buffer of its shape
+        terms = []
+        if a.strided:
+            for d, e in enumerate(idx):
+                if e != "0" and a.shape[d] != 1:
+                    terms.append(f"({e}) * {self.stride(a, d)}")
+        else:
+            for e, st in zip(idx, _c_strides(a.shape)):
+                if e != "0" and st != 0:
+                    terms.append(e if st == 1 else f"({e}) * {st}")
+        addr = " + ".join(terms) or "0"
+        if not write:
+            self.reads.setdefault(a.name, set()).add(addr)
+        return addr
+
+    # --------------------------------------------------------------------- values
+    def value(self, v: ir.Value, idx: list[str], as_leaf: bool = False) -> str:
+        """A C expression of v's element at multi-index idx (of v's shape); as_leaf:
+        v itself is being materialised, so its own storage is not read."""
+        st = None if as_leaf else self.u.s.storage.get(v.id)
+        if v.op == "input" and v.attr("workspace"):
+            a = self.u.arrays[v.attr("workspace")]
+            return f"{a.name}[{self.address(a, idx)}]"
+        if isinstance(st, Buffer):
+            a = self.u.array_of(st)
+            return f"{a.name}[{self.address(a, idx)}]"
+        if v.op == "input":
+            a = self.u.arrays[f"x{v.attr('index')}"]
+            return f"{a.name}[{self.address(a, idx)}]"
+        if v.op in ("const", "full"):
+            return self.scalar(v)
+        if v.op in ir.VIEWS:
+            base = v.args[0]
+            return self.value(base, view_map(v, base.shape, idx, self.u.I))
+        return self._lazy(v, idx)
+
+    def _is_lazy(self, u: ir.Value) -> bool:
+        return (not isinstance(self.u.s.storage.get(u.id), Buffer)
+                and u.op not in ("input", "const", "full") and u.op not in ir.VIEWS)
+
+    def _lazy(self, v: ir.Value, idx: list[str]) -> str:
+        """A lazy (fused) value at idx, declared as a local once per index it is read at
+        (an operand of lower rank is read at its broadcast index). Note [no recursion on
+        graph depth] (ir.py): fused chains can be as long as an unrolled loop, so the
+        operands are declared from an explicit stack, deepest first."""
+        stack = [(v, idx)]
+        while stack:
+            u, ui = stack[-1]
+            if (u.id, tuple(ui)) in self.names:
+                stack.pop()
+                continue
+            todo = [(a, ai) for a, ai in self._operands(u, ui)
+                    if self._is_lazy(a) and (a.id, tuple(ai)) not in self.names]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            name = f"v{u.id}" + ("" if ui is self.idx else f"_{len(self.names)}")
+            self.lines.append(f"const {CT[u.dtype]} {name} = {self.pointwise(u, ui)};")
+            self.names[(u.id, tuple(ui))] = name
+        return self.names[(v.id, tuple(idx))]
+
+    def _operands(self, v: ir.Value, idx: list[str]):
+        return [(a, broadcast_index(a.shape, v.shape, idx)) for a in v.args]
+
+    def pointwise(self, v: ir.Value, idx: list[str]) -> str:
+        T = CT[v.dtype]
+        args = [self.value(a, ai) for a, ai in self._operands(v, idx)]
+        if v.op == "astype":
+            return f"dxcu::cast<{T}>({args[0]})"
+        if v.op == "where":
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if v.op not in codegen.manifest.OPS:
+            raise NotImplementedError(f"dynexpr cuda codegen: op {v.op}")
+        op = v.op
+        ct = v.args[0].dtype
+        if v.dtype in ("float32", "float64") and ct in ("bool", "uint8"):
+            args = [f"dxcu::cast<{T}>({x})" for x in args]  # as codegen.operand does
+            ct = v.dtype
+        if op in codegen.BOOL_ARITH and all(a.dtype == "bool" for a in v.args):
+            op = codegen.BOOL_ARITH[op]
+        if op == "power" and v.dtype in ("float32", "float64"):
+            k = codegen._small_integer_exponent(v.args[1])
+            if k in (2, 3):  # Note [small powers] in codegen.py: as the cpu backend does
+                sq = f"dxcu::ops::square_op::scalar<{T}>({args[0]})"
+                return sq if k == 2 else f"({args[0]} * {sq})"
+        sid = codegen.manifest.OPS[op]["id"]
+        return f"dxcu::ops::{sid}::scalar<{CT[ct]}>({', '.join(args)})"
+
+
+def broadcast_index(shape, out_shape, idx: list[str]) -> list[str]:
+    """NumPy's implicit broadcasting: the index of an operand of `shape` read by an
+    element at idx of out_shape (the same list when the shapes are equal)."""
+    if tuple(shape) == tuple(out_shape):
+        return idx
+    lead = len(out_shape) - len(shape)
+    return ["0" if int(shape[j]) == 1 else idx[lead + j] for j in range(len(shape))]
+
+
+def view_map(v: ir.Value, base_shape, idx: list[str], I: str) -> list[str]:
+    """The base's multi-index of view v's element at idx."""
+    op = v.op
+    nb = len(base_shape)
+    if op == "getitem":
+        return getitem_map(v.attr("index"), base_shape, idx)
+    if op == "transpose":
+        axes = v.attr("axes")
+        axes = tuple(range(nb))[::-1] if axes is None else tuple(a % nb for a in axes)
+        out = [""] * nb
+        for k, a in enumerate(axes):
+            out[a] = idx[k]
+        return out
+    if op == "broadcast_to":
+        lead = len(v.shape) - nb
+        return ["0" if int(base_shape[j]) == 1 else idx[lead + j] for j in range(nb)]
+    if op == "expand_dims":
+        axes = {a % len(v.shape) for a in _tuple(v.attr("axis"))}
+        return [e for k, e in enumerate(idx) if k not in axes]
+    if op == "squeeze":
+        ax = v.attr("axis")
+        axes = ({k for k, d in enumerate(base_shape) if d == 1} if ax is None
+                else {a % nb for a in _tuple(ax)})
+        it = iter(idx)
+        return ["0" if j in axes else next(it) for j in range(nb)]
+    if op == "reshape":
+        if tuple(base_shape) == tuple(v.shape):
+            return list(idx)
+        flat = " + ".join(f"({I})({e}) * {s}" for e, s in zip(idx, _c_strides(v.shape))) or "0"
+        return [f"(({flat}) / {s}) % {int(d)}" for s, d in zip(_c_strides(base_shape), base_shape)]
+    raise NotImplementedError(f"dynexpr cuda codegen: view op {op}")
