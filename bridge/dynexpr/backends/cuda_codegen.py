@@ -296,9 +296,9 @@ def _out_index(v: ir.Value, kept, names, dest: Array) -> list[str]:
 def _combiner(op: str, dtype: str):
     T = CT[dtype]
     if op in ("sum", "mean"):
-        return (lambda a, b: f"dxcu::ops::add_op::scalar<{T}>({a}, {b})"), f"{T}(0)"
+        return (lambda a, b: f"dxcu::ops::add_op::scalar<{T}>({a}, {b})"), f"({T})0"
     if op == "prod":
-        return (lambda a, b: f"dxcu::ops::mul_op::scalar<{T}>({a}, {b})"), f"{T}(1)"
+        return (lambda a, b: f"dxcu::ops::mul_op::scalar<{T}>({a}, {b})"), f"({T})1"
     if op == "any":
         return (lambda a, b: f"({a} || {b})"), "false"
     if op == "all":
@@ -489,6 +489,10 @@ class _Kernel:
             ct = v.dtype
         if op in codegen.BOOL_ARITH and all(a.dtype == "bool" for a in v.args):
             op = codegen.BOOL_ARITH[op]
+        if codegen.manifest.OPS[op]["rule"] == "logical_rule" and ct != "bool":
+            # ops/rules.hpp: logical ops compute on truth values
+            args = [f"dxcu::cast<bool>({x})" for x in args]
+            ct = "bool"
         if op == "power" and v.dtype in ("float32", "float64"):
             k = codegen._small_integer_exponent(v.args[1])
             if k in (2, 3):  # Note [small powers] in codegen.py: as the cpu backend does
