@@ -173,3 +173,154 @@ def test_integer_power_negative_exponent_raises():
         f(a, b)
     with pytest.raises(ValueError, match="negative integer powers"):
         captured(a, b)
+
+
+# ----------------------------------------------------- kernels' logic, case by case
+def _emulated(f):
+    return dynexpr.capture(f, backend=CudaEmulationBackend(strict=True), dynamic=False)
+
+
+def _reduce_all(x):
+    return (x.sum(), x.sum(axis=0), x.sum(axis=1, keepdims=True), x.prod(axis=1),
+            x.min(), x.max(axis=0, keepdims=True), x.min(axis=1), x.mean(axis=1),
+            x.mean(), (x > 0).any(axis=1), (x > 0).all(axis=0), (x > 0).sum())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_reductions_one_and_two_kernels(dtype):
+    """3 x 5000: a row (5000 > BLOCK * 16) and the whole array take the grid reduction
+    (G > 1 blocks per output, then a second kernel); columns take one block each."""
+    rng = np.random.default_rng(5)
+    if dtype.startswith("float"):
+        x = (1 + rng.standard_normal((3, 5000)) * 1e-3).astype(dtype)
+        x[1, 17] = -2.0
+    else:
+        x = rng.integers(-3, 4, (3, 5000)).astype(dtype)
+    expected = _reduce_all(x)
+    got = _emulated(_reduce_all)(x)
+    assert_same(expected, got, f"reductions of {dtype}",
+                {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14)})
+
+
+def test_reduction_order_is_fixed_by_the_sizes():
+    """Note [cuda kernels]: the partial count and block size depend on the sizes only."""
+    def f(x):
+        return x.sum()
+
+    x = np.ones(100000, np.float32)
+    g = dynexpr.explain(f, x).graphs[0]
+    a = cuda_codegen.generate(schedule(g), {0})
+    b = cuda_codegen.generate(schedule(g), {0})
+    assert a.source == b.source and a.launches == b.launches
+    assert len(a.launches) == 2 and a.launches[0].grid > 1 and a.launches[1].grid == 1
+
+
+def test_strided_and_broadcast_inputs():
+    def f(x, y, z):
+        return x * y + np.sin(z)[:, None] - x.T.T[::-1] * 2.0
+
+    rng = np.random.default_rng(2)
+    base = rng.standard_normal((12, 10))
+    x = base.T[:, ::2]            # (10, 6), neither C- nor F-contiguous
+    y = rng.standard_normal(12)[::2]   # (6,), stride 2, broadcast along rows
+    z = rng.standard_normal(10)
+    assert not x.flags.c_contiguous and not y.flags.c_contiguous
+    assert_same(f(x, y, z), _emulated(f)(x, y, z))
+    g = dynexpr.explain(f, x, y, z).graphs[0]
+    unit = cuda_codegen.generate(schedule(g), {2})
+    assert unit.arrays["x0"].strided and "x0s0" in unit.source  # strides as parameters
+
+
+def test_in_place_updates_that_read_themselves():
+    """x[1:] = x[:-1] + 1 reads what it overwrites: on a GPU that is a race, so it goes
+    through a workspace copy; NumPy computes the right-hand side first."""
+    def shift(x):
+        x[1:] = x[:-1] + 1.0
+        return x
+
+    def reverse(x):
+        x[:] = x[::-1] * 2.0
+        return x.sum()
+
+    for f in (shift, reverse):
+        x = np.arange(2000, dtype=np.float64)
+        x2 = x.copy()
+        expected = f(x)
+        got = _emulated(f)(x2)
+        assert_same(expected, got, f.__name__)
+        assert_same(x, x2, f"{f.__name__}: the argument")
+
+
+def test_64_bit_indices_only_where_sizes_need_them():
+    def f(x):
+        return np.tanh(x) * 2.0
+
+    small = np.ones((4, 5), np.float32)
+    assert cuda_codegen.generate(
+        schedule(dynexpr.explain(f, small).graphs[0]), {0}).index_type == "int"
+    huge = np.broadcast_to(np.float32(1), (3, 2 ** 30))  # 3 * 2**30 elements, no memory
+    unit = cuda_codegen.generate(schedule(dynexpr.explain(f, huge).graphs[0]), set())
+    assert unit.index_type == "long long"
+    if nvrtc.available() is None:
+        assert nvrtc._compile_one(unit.source, "sm_90", nvrtc.FLAGS, "cubin", "big")[:4] \
+            == b"\x7fELF"
+
+
+# ------------------------------------------------------------------ NVRTC and cache
+@needs_nvrtc
+def test_nvrtc_cache_is_keyed_by_arch_and_reused(tmp_path, monkeypatch):
+    from dynexpr import cache
+
+    monkeypatch.setattr(dynexpr.config, "cache_dir", str(tmp_path))
+    cache.reset()
+
+    def f(x):
+        return np.exp(x) + 1.0
+
+    src = cuda_codegen.generate(schedule(
+        dynexpr.explain(f, np.ones(8, np.float32)).graphs[0]), {0}).source
+    a = nvrtc.compile_cached(src, "sm_80")
+    hits = cache.stats["hits"]
+    again = nvrtc.compile_cached(src, "sm_80")
+    b = nvrtc.compile_cached(src, "sm_90")
+    assert again.path == a.path and cache.stats["hits"] == hits + 1
+    assert b.path != a.path and a.meta["arch"] == "sm_80" and b.meta["arch"] == "sm_90"
+    assert a.path.read_bytes()[:4] == b"\x7fELF"
+    assert b".target sm_80" in (a.dir / "kernel.ptx").read_bytes()
+    assert nvrtc.key(src, "sm_80") != nvrtc.key(src, "sm_80", nvrtc.FLAGS + ("-G",))
+
+
+@needs_nvrtc
+def test_nvrtc_errors_carry_the_log():
+    with pytest.raises(nvrtc.NvrtcError, match=r"broken\.cu.*sm_90(.|\n)*undefined"):
+        nvrtc.compile('extern "C" __global__ void k() { undefined_thing(); }', "sm_90",
+                      name="broken.cu")
+    with pytest.raises(ValueError, match="not a CUDA architecture"):
+        nvrtc.compile("", "90")
+
+
+def test_import_and_cpu_capture_load_no_cuda_library():
+    """`import dynexpr` and the cpu backend never load NVRTC or libcuda; a missing NVRTC
+    is reported with the way out."""
+    code = ("import numpy as np, dynexpr\n"
+            "f = dynexpr.capture(lambda x: x + 1, backend='eager')\n"
+            "f(np.ones(3))\n"
+            "maps = open('/proc/self/maps').read()\n"
+            "assert 'libnvrtc' not in maps and 'libcuda' not in maps, 'loaded'\n"
+            "from dynexpr.backends import nvrtc\n"
+            "nvrtc._candidates = lambda: ['/nonexistent/libnvrtc.so']\n"
+            "print(nvrtc.available())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "DYNEXPR_BACKGROUND_COMPILE": "0"})
+    assert r.returncode == 0, r.stderr
+    assert "nvidia-cuda-nvrtc" in r.stdout and "DYNEXPR_NVRTC" in r.stdout
+
+
+def test_cuda_backend_is_registered_and_reports_why_it_cannot_run():
+    from dynexpr import backends
+    from dynexpr.backends import cuda_driver
+
+    b = backends.get("cuda")
+    assert b.name == "cuda"
+    if cuda_driver.available() is not None:  # this machine: no libcuda
+        assert b.unavailable() is not None
