@@ -62,8 +62,8 @@ def test_emulation_matches_numpy(case):
     units, why = _units(case)
     if units is None:
         pytest.skip(f"not generated for CUDA yet: {why}")
-    # dynamic=False: dynamic extents are not generated for CUDA yet (each shape compiles)
-    captured = dynexpr.capture(case.fn, backend=CudaEmulationBackend(strict=True), dynamic=False)
+    # automatic dynamic shapes: the input sets' second shape makes extents dynamic
+    captured = dynexpr.capture(case.fn, backend=CudaEmulationBackend(strict=True))
     for args in case.inputs(np.random.default_rng(1234)):
         with np.errstate(all="ignore"):
             _run_and_compare(case, captured, args, 1234)
@@ -324,3 +324,32 @@ def test_cuda_backend_is_registered_and_reports_why_it_cannot_run():
     assert b.name == "cuda"
     if cuda_driver.available() is not None:  # this machine: no libcuda
         assert b.unavailable() is not None
+
+
+def test_dynamic_extents_are_kernel_parameters():
+    """One unit for every size: extents are parameters, grids and the reduction's
+    partial count are computed per call from them (with the static rule)."""
+    def f(x):
+        return np.tanh(x) * 2.0 + x.sum(axis=-1, keepdims=True) - x.mean()
+
+    units = []
+
+    class Recording(CudaEmulationBackend):
+        def codegen(self, graph, example_inputs, *, fuse=True):
+            plan = super().codegen(graph, example_inputs, fuse=fuse)
+            units.append(plan.detail)
+            return plan
+
+    captured = dynexpr.capture(f, backend=Recording(strict=True), dynamic=True)
+    rng = np.random.default_rng(4)
+    for shape in ((3, 5), (4, 7), (2, 5000), (70, 3)):
+        x = rng.standard_normal(shape)
+        assert_same(f(x), captured(x), f"shape {shape}")
+    assert len(units) == 1, "one unit for every shape"
+    unit = units[0]
+    assert unit.schedule.symbols, "the graph should have dynamic extents"
+    assert "long long n_s" in unit.source and unit.index_type == "long long"
+    assert any(isinstance(la.grid, str) for la in unit.launches)
+    if nvrtc.available() is None:
+        assert nvrtc._compile_one(unit.source, "sm_80", nvrtc.FLAGS, "cubin", "dyn")[:4] \
+            == b"\x7fELF"

@@ -55,9 +55,10 @@ class Array:
     shape: tuple
     strided: bool = False  # its element strides are kernel parameters
 
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
+    def extents(self, dims: dict) -> tuple:
+        """The shape with dynamic extents (and workspace size expressions) evaluated."""
+        return tuple(int(eval(ext(d) if not isinstance(d, str) or not d.startswith("(")
+                               else d, {"max": max, "min": min}, dims)) for d in self.shape)
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Launch:
     grid: int
     block: int
     # ("ptr", array) | ("stride", array, axis) | ("scalar", dtype, value)
+    # | ("count", python expression over the dynamic extents n_<name>)
     args: list = field(default_factory=list)
 
 
@@ -79,16 +81,40 @@ class CudaUnit:
     contiguous: frozenset
 
 
+def resolve(unit: "CudaUnit", inputs) -> dict:
+    """The dynamic extents' values (n_<name>) for one call, read from the inputs' shapes."""
+    return {f"n_{name}": int(inputs[i].shape[axis])
+            for name, (i, axis) in unit.schedule.symbols.items()}
+
+
+def evaluate(expr, dims: dict) -> int:
+    """A launch's grid or a ("count", expr) argument for one call."""
+    return expr if isinstance(expr, int) else int(eval(expr, {"max": max, "min": min}, dims))
+
+
 def generate(s: Schedule, contiguous=frozenset()) -> CudaUnit:
     return _Unit(s, frozenset(contiguous)).render()
 
 
-def _c_strides(shape) -> list[int]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= int(d)
-    return out[::-1]
+def ext(d) -> str:
+    """An extent as C (and Python) text: a literal, or the parameter of a dynamic one."""
+    return f"n_{d}" if isinstance(d, str) else str(int(d))
+
+
+def prod(shape) -> str:
+    """The product of extents as text ("n_s0 * 20"), constants folded."""
+    c = math.prod(int(d) for d in shape if not isinstance(d, str))
+    syms = [ext(d) for d in shape if isinstance(d, str)]
+    return " * ".join(syms + ([str(c)] if c != 1 or not syms else []))
+
+
+def _c_strides(shape) -> list[str]:
+    return [prod(shape[k + 1:]) for k in range(len(shape))]
+
+
+def _static(x: str):
+    """x as an int when it has no dynamic extent in it, else None."""
+    return int(x) if x.lstrip("-").isdigit() else None
 
 
 def _tuple(x) -> tuple:
@@ -100,7 +126,6 @@ class _Unit:
         self.s = s
         self.arrays: dict[str, Array] = {}
         for i, (dtype, shape, _) in enumerate(s.inputs):
-            self._dims(shape)
             self.arrays[f"x{i}"] = Array(f"x{i}", dtype, tuple(shape), i not in contiguous)
         for b in s.outputs:
             self.arrays[f"o{b.index}"] = Array(f"o{b.index}", b.dtype, tuple(b.shape))
@@ -108,21 +133,18 @@ class _Unit:
         self.launches: list[Launch] = []
         self.contiguous = contiguous
         self.n_work = 0
-        sizes = [a.size for a in self.arrays.values()] + [
-            math.prod(st.buffer.shape) for k in s.kernels for st in k.stores]
-        big = max(sizes + [0]) + MAX_GRID * BLOCK
-        self.I = "int" if big < 2 ** 31 else "long long"
-
-    @staticmethod
-    def _dims(shape):
-        if any(isinstance(d, str) for d in shape):
-            raise NotImplementedError("dynexpr cuda codegen: dynamic extents are not "
-                                      "generated yet; capture with dynamic=False")
+        self.dims = list(s.symbols)  # dynamic extents: parameters of every kernel
+        shapes = [a.shape for a in self.arrays.values()] + [
+            st.buffer.shape for k in s.kernels for st in k.stores] + [
+            v.shape for v in s.values]
+        big = max([math.prod(sh) for sh in shapes if not any(isinstance(d, str) for d in sh)]
+                  + [0]) + MAX_GRID * BLOCK
+        # 64-bit when a size needs it, or is not known before the call
+        self.I = "int" if big < 2 ** 31 and not self.dims else "long long"
 
     def array_of(self, b: Buffer) -> Array:
         name = {"in": "x", "out": "o", "tmp": "t"}[b.kind] + str(b.index)
         if name not in self.arrays:
-            self._dims(b.shape)
             self.arrays[name] = Array(name, b.dtype, tuple(b.shape))
         return self.arrays[name]
 
@@ -154,8 +176,11 @@ class _Unit:
         source = "\n".join(head + [prelude(), "", *self.kernels, ""])
         return CudaUnit(source, self.arrays, self.launches, self.s, self.I, self.contiguous)
 
-    def _grid(self, n: int) -> int:
-        return max(1, min(MAX_GRID, -(-n // BLOCK)))
+    def _grid(self, n: str):
+        """Blocks for n elements: an int, or a Python expression over the dynamic extents."""
+        if _static(n) is not None:
+            return max(1, min(MAX_GRID, -(-_static(n) // BLOCK)))
+        return f"max(1, min({MAX_GRID}, -(-({n}) // {BLOCK})))"
 
     def pointwise(self, stores, as_leaf: bool = True) -> None:
         """One grid-stride kernel computing every store of a fused group (as_leaf=False:
@@ -184,7 +209,7 @@ class _Unit:
             self.emit_pointwise(k, stores)
 
     def emit_pointwise(self, k: "_Kernel", stores: list[str]) -> None:
-        n = math.prod(k.shape)
+        n = prod(k.shape)
         I = self.I
         name = f"k{len(self.launches)}"
         body = [f"  for ({I} i = ({I})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; "
@@ -193,7 +218,9 @@ class _Unit:
         body += ["  }"]
         self.add_kernel(name, k, ["DXCU_THREADS {", *body, "}"], self._grid(n), BLOCK)
 
-    def add_kernel(self, name, k: "_Kernel", body: list[str], grid: int, block: int) -> None:
+    def add_kernel(self, name, k: "_Kernel", body: list[str], grid, block: int) -> None:
+        dims = [(f"long long n_{d}", ("count", f"n_{d}")) for d in self.dims]
+        k.params[:0] = dims
         params = ", ".join(decl for decl, _ in k.params)
         self.kernels.append(f'extern "C" __global__ void __launch_bounds__({block}) '
                             f"{name}({params}) {{")
@@ -223,19 +250,26 @@ class _Unit:
         axes = v.attr("axes")
         red = set(range(nd)) if axes is None else {x % nd for x in _tuple(axes)}
         kept = [d for d in range(nd) if d not in red]
-        M = math.prod(int(a.shape[d]) for d in kept)
-        R = math.prod(int(a.shape[d]) for d in red)
-        G = 1 if M >= 64 or R <= BLOCK * 16 else min(-(-R // (BLOCK * 16)), max(1, 1024 // M))
+        M = prod([a.shape[d] for d in kept])
+        R = prod([a.shape[d] for d in sorted(red)])
+        # G blocks per output: a function of the sizes only (Note [cuda kernels])
+        g_rule = (f"(1 if ({M}) >= 64 or ({R}) <= {BLOCK * 16} else "
+                  f"min(-(-({R}) // {BLOCK * 16}), max(1, 1024 // ({M}))))")
+        static = _static(M) is not None and _static(R) is not None
+        G = str(eval(g_rule)) if static else "n_parts"
         acc = CT[v.dtype]
         combine, ident = _combiner(v.op, v.dtype)
         def final(r):
-            return f"{r} / ({acc}){R}" if v.op == "mean" else r
+            return f"{r} / ({acc})({R})" if v.op == "mean" else r
 
         k = _Kernel(self, tuple(a.shape))
+        if not static:
+            k.params.append(("long long n_parts", ("count", g_rule)))
         I = self.I
         mi, ri = [f"i{d}" for d in kept], [f"i{d}" for d in sorted(red)]
         expr = k.value(a, k.idx, as_leaf=False)
-        part = None if G == 1 else self.workspace(v.dtype, (M * G,))
+        part = None if G == "1" else self.workspace(
+            v.dtype, (M * int(G),) if static else (f"({M}) * {g_rule}",))
         if part is None:
             out = k.address(dest, _out_index(v, kept, mi, dest), write=True)
             tail = _unravel_named("m", [a.shape[d] for d in kept], mi, I) + [
@@ -247,7 +281,7 @@ class _Unit:
                 "DXCU_THREADS {",
                 f"  {acc} r = {ident};",
                 *["  " + ln for ln in _unravel_named("m", [a.shape[d] for d in kept], mi, I)],
-                f"  for ({I} j = g * {BLOCK} + threadIdx.x; j < {R}; j += {G * BLOCK}) {{",
+                f"  for ({I} j = g * {BLOCK} + threadIdx.x; j < {R}; j += {G} * {BLOCK}) {{",
                 *["    " + ln for ln in _unravel_named("j", [a.shape[d] for d in sorted(red)],
                                                        ri, I)],
                 *["    " + ln for ln in k.lines],
@@ -261,9 +295,12 @@ class _Unit:
                 *["    " + ln for ln in tail],
                 "  }",
                 "}"]
-        self.add_kernel(f"k{len(self.launches)}", k, body, M * G, BLOCK)
+        grid = int(M) * int(G) if static else f"({M}) * {g_rule}"
+        self.add_kernel(f"k{len(self.launches)}", k, body, grid, BLOCK)
         if part is not None:
             k2 = _Kernel(self, ())
+            if not static:
+                k2.params.append(("long long n_parts", ("count", g_rule)))
             src = k2.ptr(part, False)
             out = k2.address(dest, _out_index(v, kept, [f"i{d}" for d in kept], dest), write=True)
             body = [f"DXCU_SHARED {acc} sh[{BLOCK}];",
@@ -282,7 +319,8 @@ class _Unit:
                     f"    {dest.name}[{out}] = {final('sh[0]')};",
                     "  }",
                     "}"]
-            self.add_kernel(f"k{len(self.launches)}", k2, body, M, BLOCK)
+            self.add_kernel(f"k{len(self.launches)}", k2, body,
+                            int(M) if static else M, BLOCK)
 
 
 def _out_index(v: ir.Value, kept, names, dest: Array) -> list[str]:
@@ -329,7 +367,8 @@ def _unravel_named(lin: str, shape, names, I) -> list[str]:
         return []
     lines = [f"{I} r_{lin} = {lin};"]
     for d in range(len(names) - 1, 0, -1):
-        lines.append(f"const {I} {names[d]} = r_{lin} % {int(shape[d])}; r_{lin} /= {int(shape[d])};")
+        e = ext(shape[d])
+        lines.append(f"const {I} {names[d]} = r_{lin} % {e}; r_{lin} /= {e};")
     lines.append(f"const {I} {names[0]} = r_{lin};")
     return lines
 
@@ -367,7 +406,7 @@ class _Kernel:
     def __init__(self, unit: _Unit, shape: tuple, linear: bool = False):
         self.u = unit
         self.linear = linear  # the body has the linear index `i` over shape
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = tuple(shape)
         self.idx = [f"i{d}" for d in range(len(self.shape))]
         self.lines: list[str] = []
         self.params: list[tuple[str, tuple]] = []
@@ -416,8 +455,8 @@ class _Kernel:
                     terms.append(f"({e}) * {self.stride(a, d)}")
         else:
             for e, st in zip(idx, _c_strides(a.shape)):
-                if e != "0" and st != 0:
-                    terms.append(e if st == 1 else f"({e}) * {st}")
+                if e != "0":
+                    terms.append(e if st == "1" else f"({e}) * {st}")
         addr = " + ".join(terms) or "0"
         if not write:
             self.reads.setdefault(a.name, set()).add(addr)
@@ -508,7 +547,8 @@ def broadcast_index(shape, out_shape, idx: list[str]) -> list[str]:
     if tuple(shape) == tuple(out_shape):
         return idx
     lead = len(out_shape) - len(shape)
-    return ["0" if int(shape[j]) == 1 else idx[lead + j] for j in range(len(shape))]
+    # a dynamic extent is never 1 (the guards make 0 and 1 static, as TorchDynamo does)
+    return ["0" if shape[j] == 1 else idx[lead + j] for j in range(len(shape))]
 
 
 def view_map(v: ir.Value, base_shape, idx: list[str], I: str) -> list[str]:
@@ -526,7 +566,7 @@ def view_map(v: ir.Value, base_shape, idx: list[str], I: str) -> list[str]:
         return out
     if op == "broadcast_to":
         lead = len(v.shape) - nb
-        return ["0" if int(base_shape[j]) == 1 else idx[lead + j] for j in range(nb)]
+        return ["0" if base_shape[j] == 1 else idx[lead + j] for j in range(nb)]
     if op == "expand_dims":
         axes = {a % len(v.shape) for a in _tuple(v.attr("axis"))}
         return [e for k, e in enumerate(idx) if k not in axes]
@@ -540,5 +580,5 @@ def view_map(v: ir.Value, base_shape, idx: list[str], I: str) -> list[str]:
         if tuple(base_shape) == tuple(v.shape):
             return list(idx)
         flat = " + ".join(f"({I})({e}) * {s}" for e, s in zip(idx, _c_strides(v.shape))) or "0"
-        return [f"(({flat}) / {s}) % {int(d)}" for s, d in zip(_c_strides(base_shape), base_shape)]
+        return [f"(({flat}) / ({s})) % {ext(d)}" for s, d in zip(_c_strides(base_shape), base_shape)]
     raise NotImplementedError(f"dynexpr cuda codegen: view op {op}")

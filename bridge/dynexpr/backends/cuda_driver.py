@@ -20,7 +20,7 @@ import ctypes
 
 import numpy as np
 
-from .cuda_codegen import CudaUnit
+from .cuda_codegen import CudaUnit, evaluate, resolve
 from .cuda_prelude import ERRORS
 
 _lib = None
@@ -113,6 +113,7 @@ def load(unit: CudaUnit, cubin_path) -> callable:
 
         stream = cupy.cuda.get_current_stream().ptr
         bufs, strides = {}, {}
+        dims = resolve(unit, inputs)
         for a in arrays:
             if a.name[0] == "x":
                 x = inputs[int(a.name[1:])]
@@ -121,18 +122,18 @@ def load(unit: CudaUnit, cubin_path) -> callable:
                     raise TypeError(f"dynexpr: backend='cuda' takes CUDA arrays; input "
                                     f"{a.name[1:]} is {type(x).__name__} (no silent copies: "
                                     "move it with cupy.asarray, or use backend='cpu')")
-                if tuple(cai["shape"]) != a.shape or np.dtype(cai["typestr"]) != a.dtype:
+                if tuple(cai["shape"]) != a.extents(dims) or np.dtype(cai["typestr"]) != a.dtype:
                     raise TypeError(f"dynexpr: input {a.name[1:]} is not {a.dtype}{list(a.shape)}")
                 st = cai.get("strides")
                 item = np.dtype(a.dtype).itemsize
                 el = ([s_ // item for s_ in st] if st is not None else None)
-                if not a.strided and st is not None and el != _c(a.shape):
+                if not a.strided and st is not None and el != _c(a.extents(dims)):
                     raise ValueError(f"dynexpr: input {a.name[1:]} was generated as "
                                      "C-contiguous and is not")
-                strides[a.name] = el or _c(a.shape)
+                strides[a.name] = el or _c(a.extents(dims))
                 bufs[a.name] = (x, cai["data"][0])
             else:
-                y = cupy.empty(a.shape, a.dtype)
+                y = cupy.empty(a.extents(dims), a.dtype)
                 bufs[a.name] = (y, y.data.ptr)
         if raises:
             _check(_lib.cuMemsetD32Async(err, 0, 1, ctypes.c_void_p(stream)), "cuMemsetD32Async")
@@ -143,11 +144,13 @@ def load(unit: CudaUnit, cubin_path) -> callable:
                     vals.append(ctypes.c_void_p(bufs[arg[1]][1]))
                 elif arg[0] == "stride":
                     vals.append(ctypes.c_longlong(strides[arg[1]][arg[2]]))
+                elif arg[0] == "count":
+                    vals.append(ctypes.c_longlong(evaluate(arg[1], dims)))
                 else:
                     vals.append(_CTYPES[arg[1]](arg[2]))
             params = (ctypes.c_void_p * len(vals))(
                 *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in vals])
-            _check(_lib.cuLaunchKernel(funcs[la.kernel], la.grid, 1, 1, la.block, 1, 1, 0,
+            _check(_lib.cuLaunchKernel(funcs[la.kernel], evaluate(la.grid, dims), 1, 1, la.block, 1, 1, 0,
                                        ctypes.c_void_p(stream), params, None),
                    f"cuLaunchKernel({la.kernel})")
         code = ctypes.c_int()

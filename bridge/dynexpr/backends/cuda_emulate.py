@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import cache, codegen, cxx, eager
 from .base import Backend, Plan
-from .cuda_codegen import CudaUnit, generate
+from .cuda_codegen import CudaUnit, evaluate, generate, resolve
 from .cuda_prelude import ERRORS
 
 SHIM = r"""// dxcu_emulate.h: CUDA's launch model on the host (Note [the emulation shim]).
@@ -58,30 +58,37 @@ FLAGS = ("-O1", "-std=c++20", "-shared", "-fPIC", "-fno-strict-aliasing",
 
 
 def driver(unit: CudaUnit) -> str:
-    """extern "C" int dxcu_run(void** arrays, const long long* strides): every launch of
-    the unit in order; arrays in unit.arrays order, strides the strided arrays' element
-    strides, concatenated; returns the unit's error word."""
+    """extern "C" int dxcu_run(void** arrays, const long long* vals): every launch of the
+    unit in order; arrays in unit.arrays order; vals the call's run-time numbers in
+    slots(unit) order (grids, strides, dynamic extents); returns the unit's error word."""
     names = list(unit.arrays)
-    offs, n = {}, 0
-    for name, a in unit.arrays.items():
-        if a.strided:
-            offs[name] = n
-            n += len(a.shape)
-    lines = ['extern "C" int dxcu_run(void** arrays, const long long* strides) {',
-             "  (void)strides;", "  dxcu_error = 0;"]
-    for la in unit.launches:
+    pos = {slot: k for k, slot in enumerate(slots(unit))}
+    lines = ['extern "C" int dxcu_run(void** arrays, const long long* vals) {',
+             "  (void)vals;", "  dxcu_error = 0;"]
+    for n, la in enumerate(unit.launches):
         args = []
         for arg in la.args:
             if arg[0] == "ptr":
                 a = unit.arrays[arg[1]]
                 args.append(f"({_ct(a.dtype)}*)arrays[{names.index(arg[1])}]")
-            elif arg[0] == "stride":
-                args.append(f"strides[{offs[arg[1]] + arg[2]}]")
-            else:
+            elif arg[0] == "scalar":
                 args.append(f"({_ct(arg[1])})({codegen.scalar_literal(arg[2], arg[1])})")
-        lines.append(f"  dxcu_launch({la.grid}, {la.block}, [&] {{ {la.kernel}({', '.join(args)}); }});")
+            else:
+                args.append(f"vals[{pos[arg]}]")
+        grid = la.grid if isinstance(la.grid, int) else f"vals[{pos[('grid', n)]}]"
+        lines.append(f"  dxcu_launch({grid}, {la.block}, [&] {{ {la.kernel}({', '.join(args)}); }});")
     lines += ["  return dxcu_error;", "}"]
     return "\n".join(lines)
+
+
+def slots(unit: CudaUnit) -> list:
+    """The run-time numbers a call passes: dynamic grids, strides, ("count", expr)s."""
+    out = []
+    for n, la in enumerate(unit.launches):
+        if not isinstance(la.grid, int):
+            out.append(("grid", n))
+        out += [arg for arg in la.args if arg[0] in ("stride", "count") and arg not in out]
+    return out
 
 
 def _ct(dtype: str) -> str:
@@ -120,27 +127,36 @@ def emulate(unit: CudaUnit):
     s = unit.schedule
     arrays = list(unit.arrays.values())
     n_in = s.n_inputs
+    order = slots(unit)
 
     def f(*inputs):
         if len(inputs) != n_in:
             raise TypeError(f"dynexpr: this graph takes {n_in} inputs, got {len(inputs)}")
-        bufs, strides = [], []
+        bufs, strides = [], {}
+        dims = resolve(unit, inputs)
         for a in arrays:
             if a.name[0] == "x":
                 x = inputs[int(a.name[1:])]
-                if not isinstance(x, np.ndarray) or x.dtype != a.dtype or x.shape != a.shape:
+                if (not isinstance(x, np.ndarray) or x.dtype != a.dtype
+                        or x.shape != a.extents({**dims})):
                     raise TypeError(f"dynexpr: input {a.name[1:]} is not {a.dtype}{list(a.shape)}")
                 if not a.strided and not x.flags.c_contiguous:
                     raise ValueError(f"dynexpr: input {a.name[1:]} was generated as "
                                      "C-contiguous and is not")
-                if a.strided:
-                    strides += [st // x.itemsize for st in x.strides]
+                strides[a.name] = [st // x.itemsize for st in x.strides]
             else:
-                x = np.empty(a.shape, a.dtype)
+                x = np.empty(a.extents(dims), a.dtype)
             bufs.append(x)
         ptrs = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
-        st = (ctypes.c_longlong * max(1, len(strides)))(*strides)
-        err = run(ptrs, st)
+        vals = []
+        for slot in order:
+            if slot[0] == "grid":
+                vals.append(evaluate(unit.launches[slot[1]].grid, dims))
+            elif slot[0] == "stride":
+                vals.append(strides[slot[1]][slot[2]])
+            else:
+                vals.append(evaluate(slot[1], dims))
+        err = run(ptrs, (ctypes.c_longlong * max(1, len(vals)))(*vals))
         if err:
             raise ValueError(ERRORS.get(err, f"dynexpr: CUDA unit error {err}"))
         by = {a.name: b for a, b in zip(arrays, bufs)}
