@@ -6,10 +6,9 @@ no GPU, no NVRTC or no CuPy."""
 
 import copy
 
+import dynexpr
 import numpy as np
 import pytest
-
-import dynexpr
 from compare import assert_same
 from corpus import CASES
 from dynexpr.backends import cuda_codegen, cuda_driver, nvrtc

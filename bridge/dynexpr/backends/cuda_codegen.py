@@ -39,6 +39,17 @@ from dataclasses import dataclass, field
 
 from .. import codegen, ir
 from ..schedule import Buffer, Schedule
+from .cuda_index import (
+    as_tuple,
+    broadcast_index,
+    c_strides,
+    ext,
+    getitem_map,
+    prod,
+    static,
+    unravel,
+    view_map,
+)
 from .cuda_prelude import prelude
 
 CT = {"bool": "bool", "uint8": "unsigned char", "int32": "int", "int64": "long long",
@@ -81,7 +92,7 @@ class CudaUnit:
     contiguous: frozenset
 
 
-def resolve(unit: "CudaUnit", inputs) -> dict:
+def resolve(unit: CudaUnit, inputs) -> dict:
     """The dynamic extents' values (n_<name>) for one call, read from the inputs' shapes."""
     return {f"n_{name}": int(inputs[i].shape[axis])
             for name, (i, axis) in unit.schedule.symbols.items()}
@@ -94,31 +105,6 @@ def evaluate(expr, dims: dict) -> int:
 
 def generate(s: Schedule, contiguous=frozenset()) -> CudaUnit:
     return _Unit(s, frozenset(contiguous)).render()
-
-
-def ext(d) -> str:
-    """An extent as C (and Python) text: a literal, or the parameter of a dynamic one."""
-    return f"n_{d}" if isinstance(d, str) else str(int(d))
-
-
-def prod(shape) -> str:
-    """The product of extents as text ("n_s0 * 20"), constants folded."""
-    c = math.prod(int(d) for d in shape if not isinstance(d, str))
-    syms = [ext(d) for d in shape if isinstance(d, str)]
-    return " * ".join(syms + ([str(c)] if c != 1 or not syms else []))
-
-
-def _c_strides(shape) -> list[str]:
-    return [prod(shape[k + 1:]) for k in range(len(shape))]
-
-
-def _static(x: str):
-    """x as an int when it has no dynamic extent in it, else None."""
-    return int(x) if x.lstrip("-").isdigit() else None
-
-
-def _tuple(x) -> tuple:
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
 class _Unit:
@@ -171,15 +157,15 @@ class _Unit:
             else:  # copy
                 for st in k.stores:
                     self.pointwise([st], as_leaf=False)
-        head = [f"// dynexpr generated CUDA unit. Graph:"]
+        head = ["// dynexpr generated CUDA unit. Graph:"]
         head += ["//   " + ln for ln in self.s.graph.canonical().splitlines()]
         source = "\n".join(head + [prelude(), "", *self.kernels, ""])
         return CudaUnit(source, self.arrays, self.launches, self.s, self.I, self.contiguous)
 
     def _grid(self, n: str):
         """Blocks for n elements: an int, or a Python expression over the dynamic extents."""
-        if _static(n) is not None:
-            return max(1, min(MAX_GRID, -(-_static(n) // BLOCK)))
+        if static(n) is not None:
+            return max(1, min(MAX_GRID, -(-static(n) // BLOCK)))
         return f"max(1, min({MAX_GRID}, -(-({n}) // {BLOCK})))"
 
     def pointwise(self, stores, as_leaf: bool = True) -> None:
@@ -208,17 +194,17 @@ class _Unit:
         if stores:
             self.emit_pointwise(k, stores)
 
-    def emit_pointwise(self, k: "_Kernel", stores: list[str]) -> None:
+    def emit_pointwise(self, k: _Kernel, stores: list[str]) -> None:
         n = prod(k.shape)
         I = self.I
         name = f"k{len(self.launches)}"
-        body = [f"  for ({I} i = ({I})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; "
-                f"i += ({I})gridDim.x * blockDim.x) {{"]
+        body = [(f"  for ({I} i = ({I})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; "
+                 f"i += ({I})gridDim.x * blockDim.x) {{")]
         body += ["    " + ln for ln in k.unravel("i", k.shape, k.idx) + k.lines + stores]
         body += ["  }"]
         self.add_kernel(name, k, ["DXCU_THREADS {", *body, "}"], self._grid(n), BLOCK)
 
-    def add_kernel(self, name, k: "_Kernel", body: list[str], grid, block: int) -> None:
+    def add_kernel(self, name, k: _Kernel, body: list[str], grid, block: int) -> None:
         dims = [(f"long long n_{d}", ("count", f"n_{d}")) for d in self.dims]
         k.params[:0] = dims
         params = ", ".join(decl for decl, _ in k.params)
@@ -248,31 +234,31 @@ class _Unit:
         a = v.args[0]
         nd = len(a.shape)
         axes = v.attr("axes")
-        red = set(range(nd)) if axes is None else {x % nd for x in _tuple(axes)}
+        red = set(range(nd)) if axes is None else {x % nd for x in as_tuple(axes)}
         kept = [d for d in range(nd) if d not in red]
         M = prod([a.shape[d] for d in kept])
         R = prod([a.shape[d] for d in sorted(red)])
         # G blocks per output: a function of the sizes only (Note [cuda kernels])
         g_rule = (f"(1 if ({M}) >= 64 or ({R}) <= {BLOCK * 16} else "
                   f"min(-(-({R}) // {BLOCK * 16}), max(1, 1024 // ({M}))))")
-        static = _static(M) is not None and _static(R) is not None
-        G = str(eval(g_rule)) if static else "n_parts"
+        fixed = static(M) is not None and static(R) is not None
+        G = str(eval(g_rule)) if fixed else "n_parts"
         acc = CT[v.dtype]
         combine, ident = _combiner(v.op, v.dtype)
         def final(r):
             return f"{r} / ({acc})({R})" if v.op == "mean" else r
 
         k = _Kernel(self, tuple(a.shape))
-        if not static:
+        if not fixed:
             k.params.append(("long long n_parts", ("count", g_rule)))
         I = self.I
         mi, ri = [f"i{d}" for d in kept], [f"i{d}" for d in sorted(red)]
         expr = k.value(a, k.idx, as_leaf=False)
         part = None if G == "1" else self.workspace(
-            v.dtype, (M * int(G),) if static else (f"({M}) * {g_rule}",))
+            v.dtype, (int(M) * int(G),) if fixed else (f"({M}) * {g_rule}",))
         if part is None:
             out = k.address(dest, _out_index(v, kept, mi, dest), write=True)
-            tail = _unravel_named("m", [a.shape[d] for d in kept], mi, I) + [
+            tail = unravel("m", [a.shape[d] for d in kept], mi, I) + [
                 f"{dest.name}[{out}] = {final('sh[0]')};"]
         else:
             tail = [f"{k.ptr(part, True)}[m * {G} + g] = sh[0];"]
@@ -280,9 +266,9 @@ class _Unit:
                 f"const {I} m = blockIdx.x / {G}, g = blockIdx.x % {G};",
                 "DXCU_THREADS {",
                 f"  {acc} r = {ident};",
-                *["  " + ln for ln in _unravel_named("m", [a.shape[d] for d in kept], mi, I)],
+                *["  " + ln for ln in unravel("m", [a.shape[d] for d in kept], mi, I)],
                 f"  for ({I} j = g * {BLOCK} + threadIdx.x; j < {R}; j += {G} * {BLOCK}) {{",
-                *["    " + ln for ln in _unravel_named("j", [a.shape[d] for d in sorted(red)],
+                *["    " + ln for ln in unravel("j", [a.shape[d] for d in sorted(red)],
                                                        ri, I)],
                 *["    " + ln for ln in k.lines],
                 f"    r = {combine('r', f'dxcu::cast<{acc}>({expr})')};",
@@ -295,11 +281,11 @@ class _Unit:
                 *["    " + ln for ln in tail],
                 "  }",
                 "}"]
-        grid = int(M) * int(G) if static else f"({M}) * {g_rule}"
+        grid = int(M) * int(G) if fixed else f"({M}) * {g_rule}"
         self.add_kernel(f"k{len(self.launches)}", k, body, grid, BLOCK)
         if part is not None:
             k2 = _Kernel(self, ())
-            if not static:
+            if not fixed:
                 k2.params.append(("long long n_parts", ("count", g_rule)))
             src = k2.ptr(part, False)
             out = k2.address(dest, _out_index(v, kept, [f"i{d}" for d in kept], dest), write=True)
@@ -307,20 +293,20 @@ class _Unit:
                     f"const {I} m = blockIdx.x;",
                     "DXCU_THREADS {",
                     f"  {acc} r = {ident};",
-                    f"  for ({I} j = threadIdx.x; j < {G}; j += {BLOCK}) "
-                    f"r = {combine('r', f'{src}[m * {G} + j]')};",
+                    (f"  for ({I} j = threadIdx.x; j < {G}; j += {BLOCK}) "
+                     f"r = {combine('r', f'{src}[m * {G} + j]')};"),
                     "  sh[threadIdx.x] = r;",
                     "}",
                     *_tree(acc, combine),
                     "DXCU_THREADS {",
                     "  if (threadIdx.x == 0) {",
-                    *["    " + ln for ln in _unravel_named("m", [a.shape[d] for d in kept],
+                    *["    " + ln for ln in unravel("m", [a.shape[d] for d in kept],
                                                            [f"i{d}" for d in kept], I)],
                     f"    {dest.name}[{out}] = {final('sh[0]')};",
                     "  }",
                     "}"]
             self.add_kernel(f"k{len(self.launches)}", k2, body,
-                            int(M) if static else M, BLOCK)
+                            int(M) if fixed else M, BLOCK)
 
 
 def _out_index(v: ir.Value, kept, names, dest: Array) -> list[str]:
@@ -354,50 +340,11 @@ def _tree(acc: str, combine) -> list[str]:
     return ["DXCU_SYNC",
             f"for (unsigned s = {BLOCK // 2}; s > 0; s >>= 1) {{",
             "  DXCU_THREADS {",
-            f"    if (threadIdx.x < s) sh[threadIdx.x] = "
-            f"{combine('sh[threadIdx.x]', 'sh[threadIdx.x + s]')};",
+            (f"    if (threadIdx.x < s) sh[threadIdx.x] = "
+             f"{combine('sh[threadIdx.x]', 'sh[threadIdx.x + s]')};"),
             "  }",
             "  DXCU_SYNC",
             "}"]
-
-
-def _unravel_named(lin: str, shape, names, I) -> list[str]:
-    """Declarations of `names` (row-major) from the linear index `lin` over shape."""
-    if not names:
-        return []
-    lines = [f"{I} r_{lin} = {lin};"]
-    for d in range(len(names) - 1, 0, -1):
-        e = ext(shape[d])
-        lines.append(f"const {I} {names[d]} = r_{lin} % {e}; r_{lin} /= {e};")
-    lines.append(f"const {I} {names[0]} = r_{lin};")
-    return lines
-
-
-def getitem_map(items, base_shape, idx: list[str]) -> list[str]:
-    """getitem: the base's multi-index of the view element at idx (Note [what capture
-    guarantees]: starts are >= 0, a missing trailing item is the whole dim)."""
-    out, k = [], 0
-    for it in items:
-        if it[0] == "int":
-            out.append(str(int(it[1])))
-        elif it[0] == "slice":
-            start = 0 if it[1] is None else int(it[1])
-            step = 1 if it[3] is None else int(it[3])
-            out.append(_affine(start, step, idx[k]))
-            k += 1
-        elif it[0] == "newaxis":
-            k += 1
-        else:
-            raise NotImplementedError(f"dynexpr cuda codegen: index item {it!r}")
-    while len(out) < len(base_shape):
-        out.append(idx[k])
-        k += 1
-    return out
-
-
-def _affine(start: int, step: int, i: str) -> str:
-    term = i if step == 1 else f"{step} * {i}"
-    return term if start == 0 else f"({start} + {term})"
 
 
 class _Kernel:
@@ -415,7 +362,7 @@ class _Kernel:
         self.reads: dict[str, set[str]] = {}
 
     def unravel(self, lin, shape, names) -> list[str]:
-        return _unravel_named(lin, shape, names, self.u.I)
+        return unravel(lin, shape, names, self.u.I)
 
     # ---------------------------------------------------------------- parameters
     def ptr(self, a: Array, write: bool) -> str:
@@ -454,7 +401,7 @@ class _Kernel:
                 if e != "0" and a.shape[d] != 1:
                     terms.append(f"({e}) * {self.stride(a, d)}")
         else:
-            for e, st in zip(idx, _c_strides(a.shape)):
+            for e, st in zip(idx, c_strides(a.shape)):
                 if e != "0":
                     terms.append(e if st == "1" else f"({e}) * {st}")
         addr = " + ".join(terms) or "0"
@@ -539,46 +486,3 @@ class _Kernel:
                 return sq if k == 2 else f"({args[0]} * {sq})"
         sid = codegen.manifest.OPS[op]["id"]
         return f"dxcu::ops::{sid}::scalar<{CT[ct]}>({', '.join(args)})"
-
-
-def broadcast_index(shape, out_shape, idx: list[str]) -> list[str]:
-    """NumPy's implicit broadcasting: the index of an operand of `shape` read by an
-    element at idx of out_shape (the same list when the shapes are equal)."""
-    if tuple(shape) == tuple(out_shape):
-        return idx
-    lead = len(out_shape) - len(shape)
-    # a dynamic extent is never 1 (the guards make 0 and 1 static, as TorchDynamo does)
-    return ["0" if shape[j] == 1 else idx[lead + j] for j in range(len(shape))]
-
-
-def view_map(v: ir.Value, base_shape, idx: list[str], I: str) -> list[str]:
-    """The base's multi-index of view v's element at idx."""
-    op = v.op
-    nb = len(base_shape)
-    if op == "getitem":
-        return getitem_map(v.attr("index"), base_shape, idx)
-    if op == "transpose":
-        axes = v.attr("axes")
-        axes = tuple(range(nb))[::-1] if axes is None else tuple(a % nb for a in axes)
-        out = [""] * nb
-        for k, a in enumerate(axes):
-            out[a] = idx[k]
-        return out
-    if op == "broadcast_to":
-        lead = len(v.shape) - nb
-        return ["0" if base_shape[j] == 1 else idx[lead + j] for j in range(nb)]
-    if op == "expand_dims":
-        axes = {a % len(v.shape) for a in _tuple(v.attr("axis"))}
-        return [e for k, e in enumerate(idx) if k not in axes]
-    if op == "squeeze":
-        ax = v.attr("axis")
-        axes = ({k for k, d in enumerate(base_shape) if d == 1} if ax is None
-                else {a % nb for a in _tuple(ax)})
-        it = iter(idx)
-        return ["0" if j in axes else next(it) for j in range(nb)]
-    if op == "reshape":
-        if tuple(base_shape) == tuple(v.shape):
-            return list(idx)
-        flat = " + ".join(f"({I})({e}) * {s}" for e, s in zip(idx, _c_strides(v.shape))) or "0"
-        return [f"(({flat}) / ({s})) % {ext(d)}" for s, d in zip(_c_strides(base_shape), base_shape)]
-    raise NotImplementedError(f"dynexpr cuda codegen: view op {op}")

@@ -91,7 +91,8 @@ _CTYPES = {"bool": ctypes.c_bool, "uint8": ctypes.c_uint8, "int32": ctypes.c_int
 def load(unit: CudaUnit, cubin_path) -> callable:
     _context()
     module = ctypes.c_void_p()
-    data = open(cubin_path, "rb").read()
+    with open(cubin_path, "rb") as fh:
+        data = fh.read()
     _check(_lib.cuModuleLoadData(ctypes.byref(module), data), "cuModuleLoadData")
     funcs = {}
     for la in unit.launches:

@@ -164,7 +164,7 @@ def compile(source: str, arch: str, flags=FLAGS, name: str = "dynexpr_unit.cu"
 
 def key(source: str, arch: str, flags=FLAGS) -> str:
     h = hashlib.sha256(b"dynexpr cuda nvrtc\0")
-    for part in (source, "%d.%d" % version(), arch, "\0".join(flags)):
+    for part in (source, "{}.{}".format(*version()), arch, "\0".join(flags)):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
@@ -181,5 +181,5 @@ def compile_cached(source: str, arch: str, flags=FLAGS) -> cache.Artifact:
         (tmp / "kernel.cu").write_text(source)
         cache.stats["compiles"] += 1
 
-    meta = {"backend": "cuda", "arch": arch, "nvrtc": "%d.%d" % version(), "flags": list(flags)}
+    meta = {"backend": "cuda", "arch": arch, "nvrtc": "{}.{}".format(*version()), "flags": list(flags)}
     return cache.get_or_build(k, meta, make, ARTIFACT)
