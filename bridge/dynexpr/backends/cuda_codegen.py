@@ -20,7 +20,7 @@ Note [cuda kernels]
   strides) needs 64 bits; addresses through stride parameters are always 64-bit.
 - Constants (`const`, `full`) are kernel parameters, so the kernel text does not depend
   on their values.
-- Reductions (sum prod min max mean any all, over any axes): each output element is
+- Reductions (sum prod min max mean any all var std, over any axes): each output element is
   reduced by G blocks of BLOCK threads; each thread accumulates a strided share, the
   block combines its shared-memory slots in a fixed tree, and with G > 1 a second kernel
   combines the G partials the same way. G and BLOCK depend only on the sizes, so the
@@ -28,8 +28,8 @@ Note [cuda kernels]
 - A store into an array the same kernel also reads at another address (x[1:] = x[:-1],
   a mutated argument read transposed) is a race on a GPU: it goes through a workspace
   copy (two kernels).
-Not generated yet (NotImplementedError naming it): matmul, loops, var/std, argmin/argmax,
-dynamic extents.
+Not generated yet (NotImplementedError naming it): matmul, loops, argmin/argmax.
+
 """
 
 from __future__ import annotations
@@ -40,23 +40,24 @@ from dataclasses import dataclass, field
 from .. import codegen, ir
 from ..schedule import Buffer, Schedule
 from .cuda_index import (
+    BLOCK,
+    CT,
     as_tuple,
     broadcast_index,
     c_strides,
+    combiner,
     ext,
     getitem_map,
     prod,
     static,
+    tree,
     unravel,
     view_map,
 )
 from .cuda_prelude import prelude
 
-CT = {"bool": "bool", "uint8": "unsigned char", "int32": "int", "int64": "long long",
-      "float32": "float", "float64": "double"}
-BLOCK = 256
 MAX_GRID = 8192
-REDUCE_OPS = ("sum", "prod", "min", "max", "mean", "any", "all")
+REDUCE_OPS = ("sum", "prod", "min", "max", "mean", "any", "all", "var", "std")
 
 
 @dataclass
@@ -231,6 +232,38 @@ class _Unit:
         if v.op not in REDUCE_OPS:
             raise NotImplementedError(f"dynexpr cuda codegen: {v.op} is not generated for "
                                       "CUDA yet")
+        if v.op not in ("var", "std"):
+            self._reduce(v, v.op, dest)
+            return
+        # NumPy's var: the mean first, then the mean square deviation from it, divided
+        # by max(n - ddof, 0); std is its square root. Two reductions, the mean kept in
+        # a workspace indexed like the output's elements.
+        a, acc = v.args[0], CT[v.dtype]
+        nd = len(a.shape)
+        axes = v.attr("axes")
+        red = set(range(nd)) if axes is None else {x % nd for x in as_tuple(axes)}
+        M = prod([a.shape[d] for d in range(nd) if d not in red])
+        R = prod([a.shape[d] for d in sorted(red)])
+        mean = self.workspace(v.dtype, (int(M),) if static(M) is not None else (f"({M})",))
+        self._reduce(v, "mean", mean, linear=True)
+        ddof = int(v.attr("ddof", 0))
+        ops = "dxcu::ops::"
+
+        def deviation(k, e):
+            d = f"{ops}sub_op::scalar<{acc}>(dxcu::cast<{acc}>({e}), {k.ptr(mean, False)}[m])"
+            return f"{ops}square_op::scalar<{acc}>({d})"
+
+        def final(r):
+            q = f"{r} / ({acc})(({R}) - {ddof} > 0 ? ({R}) - {ddof} : 0)"
+            return q if v.op == "var" else f"{ops}sqrt_op::scalar<{acc}>({q})"
+
+        self._reduce(v, "sum", dest, element=deviation, final=final)
+
+    def _reduce(self, v: ir.Value, op: str, dest: Array, *, linear: bool = False,
+                element=None, final=None) -> None:
+        """v's input reduced with op over v's axes into dest (linear: dest is indexed by
+        the output element's number m, not its multi-index); element(kernel, expr) maps
+        each input element first, final(r) the combined result."""
         a = v.args[0]
         nd = len(a.shape)
         axes = v.attr("axes")
@@ -244,9 +277,10 @@ class _Unit:
         fixed = static(M) is not None and static(R) is not None
         G = str(eval(g_rule)) if fixed else "n_parts"
         acc = CT[v.dtype]
-        combine, ident = _combiner(v.op, v.dtype)
-        def final(r):
-            return f"{r} / ({acc})({R})" if v.op == "mean" else r
+        combine, ident = combiner(op, v.dtype)
+        if final is None:
+            def final(r):
+                return f"{r} / ({acc})({R})" if op == "mean" else r
 
         k = _Kernel(self, tuple(a.shape))
         if not fixed:
@@ -254,10 +288,12 @@ class _Unit:
         I = self.I
         mi, ri = [f"i{d}" for d in kept], [f"i{d}" for d in sorted(red)]
         expr = k.value(a, k.idx, as_leaf=False)
+        expr = f"dxcu::cast<{acc}>({expr})" if element is None else element(k, expr)
         part = None if G == "1" else self.workspace(
             v.dtype, (int(M) * int(G),) if fixed else (f"({M}) * {g_rule}",))
         if part is None:
-            out = k.address(dest, _out_index(v, kept, mi, dest), write=True)
+            out = "m" if linear else k.address(dest, _out_index(v, kept, mi, dest), write=True)
+            k.ptr(dest, True)
             tail = unravel("m", [a.shape[d] for d in kept], mi, I) + [
                 f"{dest.name}[{out}] = {final('sh[0]')};"]
         else:
@@ -271,11 +307,11 @@ class _Unit:
                 *["    " + ln for ln in unravel("j", [a.shape[d] for d in sorted(red)],
                                                        ri, I)],
                 *["    " + ln for ln in k.lines],
-                f"    r = {combine('r', f'dxcu::cast<{acc}>({expr})')};",
+                f"    r = {combine('r', expr)};",
                 "  }",
                 "  sh[threadIdx.x] = r;",
                 "}",
-                *_tree(acc, combine),
+                *tree(acc, combine),
                 "DXCU_THREADS {",
                 "  if (threadIdx.x == 0) {",
                 *["    " + ln for ln in tail],
@@ -288,7 +324,9 @@ class _Unit:
             if not fixed:
                 k2.params.append(("long long n_parts", ("count", g_rule)))
             src = k2.ptr(part, False)
-            out = k2.address(dest, _out_index(v, kept, [f"i{d}" for d in kept], dest), write=True)
+            out = ("m" if linear else
+                   k2.address(dest, _out_index(v, kept, [f"i{d}" for d in kept], dest), write=True))
+            k2.ptr(dest, True)
             body = [f"DXCU_SHARED {acc} sh[{BLOCK}];",
                     f"const {I} m = blockIdx.x;",
                     "DXCU_THREADS {",
@@ -297,7 +335,7 @@ class _Unit:
                      f"r = {combine('r', f'{src}[m * {G} + j]')};"),
                     "  sh[threadIdx.x] = r;",
                     "}",
-                    *_tree(acc, combine),
+                    *tree(acc, combine),
                     "DXCU_THREADS {",
                     "  if (threadIdx.x == 0) {",
                     *["    " + ln for ln in unravel("m", [a.shape[d] for d in kept],
@@ -315,36 +353,6 @@ def _out_index(v: ir.Value, kept, names, dest: Array) -> list[str]:
     if v.attr("keepdims"):
         return [names[kept.index(d)] if d in kept else "0" for d in range(nd)]
     return list(names)
-
-
-def _combiner(op: str, dtype: str):
-    T = CT[dtype]
-    if op in ("sum", "mean"):
-        return (lambda a, b: f"dxcu::ops::add_op::scalar<{T}>({a}, {b})"), f"({T})0"
-    if op == "prod":
-        return (lambda a, b: f"dxcu::ops::mul_op::scalar<{T}>({a}, {b})"), f"({T})1"
-    if op == "any":
-        return (lambda a, b: f"({a} || {b})"), "false"
-    if op == "all":
-        return (lambda a, b: f"({a} && {b})"), "true"
-    fn = "scalar_min" if op == "min" else "scalar_max"
-    if dtype in ("float32", "float64"):
-        ident = f"{'' if op == 'min' else '-'}dxcu::std::numeric_limits<{T}>::infinity()"
-    else:
-        ident = f"dxcu::std::numeric_limits<{T}>::{'max' if op == 'min' else 'min'}()"
-    return (lambda a, b: f"dxcu::ops::detail::{fn}<{T}>({a}, {b})"), ident
-
-
-def _tree(acc: str, combine) -> list[str]:
-    """The block's fixed-order combination of its BLOCK shared slots (Note [phases])."""
-    return ["DXCU_SYNC",
-            f"for (unsigned s = {BLOCK // 2}; s > 0; s >>= 1) {{",
-            "  DXCU_THREADS {",
-            (f"    if (threadIdx.x < s) sh[threadIdx.x] = "
-             f"{combine('sh[threadIdx.x]', 'sh[threadIdx.x + s]')};"),
-            "  }",
-            "  DXCU_SYNC",
-            "}"]
 
 
 class _Kernel:

@@ -1,13 +1,18 @@
 """Index arithmetic of generated CUDA kernels (cuda_codegen.py), as C text: extents
 (literals, or parameters n_<name> for dynamic ones), row-major strides and unravelling,
 and the index maps of NumPy's implicit broadcasting and of the view ops, which turn the
-multi-index of a view's element into its base's (Note [cuda kernels])."""
+multi-index of a view's element into its base's (Note [cuda kernels]); and the text of
+a reduction's combination (its identity, its combining function, the block's tree)."""
 
 from __future__ import annotations
 
 import math
 
 from .. import ir
+
+CT = {"bool": "bool", "uint8": "unsigned char", "int32": "int", "int64": "long long",
+      "float32": "float", "float64": "double"}
+BLOCK = 256
 
 
 def ext(d) -> str:
@@ -115,3 +120,33 @@ def view_map(v: ir.Value, base_shape, idx: list[str], I: str) -> list[str]:
         flat = " + ".join(f"({I})({e}) * {s}" for e, s in zip(idx, c_strides(v.shape))) or "0"
         return [f"(({flat}) / ({s})) % {ext(d)}" for s, d in zip(c_strides(base_shape), base_shape)]
     raise NotImplementedError(f"dynexpr cuda codegen: view op {op}")
+
+
+def combiner(op: str, dtype: str):
+    T = CT[dtype]
+    if op in ("sum", "mean"):
+        return (lambda a, b: f"dxcu::ops::add_op::scalar<{T}>({a}, {b})"), f"({T})0"
+    if op == "prod":
+        return (lambda a, b: f"dxcu::ops::mul_op::scalar<{T}>({a}, {b})"), f"({T})1"
+    if op == "any":
+        return (lambda a, b: f"({a} || {b})"), "false"
+    if op == "all":
+        return (lambda a, b: f"({a} && {b})"), "true"
+    fn = "scalar_min" if op == "min" else "scalar_max"
+    if dtype in ("float32", "float64"):
+        ident = f"{'' if op == 'min' else '-'}dxcu::std::numeric_limits<{T}>::infinity()"
+    else:
+        ident = f"dxcu::std::numeric_limits<{T}>::{'max' if op == 'min' else 'min'}()"
+    return (lambda a, b: f"dxcu::ops::detail::{fn}<{T}>({a}, {b})"), ident
+
+
+def tree(acc: str, combine) -> list[str]:
+    """The block's fixed-order combination of its BLOCK shared slots (Note [phases])."""
+    return ["DXCU_SYNC",
+            f"for (unsigned s = {BLOCK // 2}; s > 0; s >>= 1) {{",
+            "  DXCU_THREADS {",
+            (f"    if (threadIdx.x < s) sh[threadIdx.x] = "
+             f"{combine('sh[threadIdx.x]', 'sh[threadIdx.x + s]')};"),
+            "  }",
+            "  DXCU_SYNC",
+            "}"]
