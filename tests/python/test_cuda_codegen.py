@@ -3,7 +3,7 @@ NVRTC for sm_80 and sm_90 (compile only), and the same generated kernels run by 
 emulation (g++ + the launch-model shim, backends/cuda_emulate.py) against plain NumPy:
 indexing, broadcasting, strides, in-place writes and reductions.
 
-Graphs the CUDA codegen does not generate yet (matmul, loops, argmin/argmax) are
+Graphs the CUDA codegen does not generate yet (matmul, loops) are
 skipped with that reason, and test_generated_cases pins how many are not, so a
 regression cannot hide behind a skip."""
 
@@ -73,7 +73,7 @@ def test_emulation_matches_numpy(case):
 def test_generated_cases():
     """How much of the corpus the CUDA codegen covers (raise the bound as it grows)."""
     missing = {c.name: _units(c)[1] for c in CASES if _units(c)[0] is None}
-    assert len(missing) <= 4, missing  # 3 matmul, 1 argmax
+    assert len(missing) <= 3, missing  # the 3 matmul cases
     for why in missing.values():
         assert "not generated" in why or "yet" in why, why
 
@@ -218,6 +218,24 @@ def test_var_and_std(dtype):
         got = _emulated(_moments)(x)
     assert_same(expected, got, f"moments of {dtype}",
                 {"float32": (1e-4, 1e-6), "float64": (1e-11, 1e-13)})
+
+
+def _args(x):
+    return (x.argmax(), x.argmin(), x.argmax(axis=0), x.argmin(axis=1),
+            np.argmax(x, axis=1, keepdims=True), np.argmin(x, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool"])
+def test_argmin_argmax(dtype):
+    """NumPy's first extreme (ties to the smaller index) and first NaN, across the
+    threads' strided shares and the block's tree (rows of 700 > BLOCK)."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-5, 6, (4, 700)).astype(dtype)  # many ties
+    if dtype.startswith("float"):
+        x[1, 300] = np.nan
+        x[1, 600] = np.nan
+        x[3, 5] = np.nan
+    assert_same(_args(x), _emulated(_args)(x), f"arg reductions of {dtype}")
 
 
 def test_reduction_order_is_fixed_by_the_sizes():

@@ -28,7 +28,8 @@ Note [cuda kernels]
 - A store into an array the same kernel also reads at another address (x[1:] = x[:-1],
   a mutated argument read transposed) is a race on a GPU: it goes through a workspace
   copy (two kernels).
-Not generated yet (NotImplementedError naming it): matmul, loops, argmin/argmax.
+Not generated yet (NotImplementedError naming it): matmul, loops.
+argmin/argmax take one block per output element (no grid split yet).
 
 """
 
@@ -42,22 +43,19 @@ from ..schedule import Buffer, Schedule
 from .cuda_index import (
     BLOCK,
     CT,
-    as_tuple,
     broadcast_index,
     c_strides,
-    combiner,
     ext,
     getitem_map,
     prod,
     static,
-    tree,
     unravel,
     view_map,
 )
 from .cuda_prelude import prelude
+from .cuda_reduce import Reductions
 
 MAX_GRID = 8192
-REDUCE_OPS = ("sum", "prod", "min", "max", "mean", "any", "all", "var", "std")
 
 
 @dataclass
@@ -108,7 +106,7 @@ def generate(s: Schedule, contiguous=frozenset()) -> CudaUnit:
     return _Unit(s, frozenset(contiguous)).render()
 
 
-class _Unit:
+class _Unit(Reductions):
     def __init__(self, s: Schedule, contiguous: frozenset):
         self.s = s
         self.arrays: dict[str, Array] = {}
@@ -227,132 +225,8 @@ class _Unit:
                                [(value, dest, lambda idx: getitem_map(items, base.shape, idx))],
                                as_leaf=False)
 
-    # ----------------------------------------------------------------- reductions
-    def reduction(self, v: ir.Value, dest: Array) -> None:
-        if v.op not in REDUCE_OPS:
-            raise NotImplementedError(f"dynexpr cuda codegen: {v.op} is not generated for "
-                                      "CUDA yet")
-        if v.op not in ("var", "std"):
-            self._reduce(v, v.op, dest)
-            return
-        # NumPy's var: the mean first, then the mean square deviation from it, divided
-        # by max(n - ddof, 0); std is its square root. Two reductions, the mean kept in
-        # a workspace indexed like the output's elements.
-        a, acc = v.args[0], CT[v.dtype]
-        nd = len(a.shape)
-        axes = v.attr("axes")
-        red = set(range(nd)) if axes is None else {x % nd for x in as_tuple(axes)}
-        M = prod([a.shape[d] for d in range(nd) if d not in red])
-        R = prod([a.shape[d] for d in sorted(red)])
-        mean = self.workspace(v.dtype, (int(M),) if static(M) is not None else (f"({M})",))
-        self._reduce(v, "mean", mean, linear=True)
-        ddof = int(v.attr("ddof", 0))
-        ops = "dxcu::ops::"
-
-        def deviation(k, e):
-            d = f"{ops}sub_op::scalar<{acc}>(dxcu::cast<{acc}>({e}), {k.ptr(mean, False)}[m])"
-            return f"{ops}square_op::scalar<{acc}>({d})"
-
-        def final(r):
-            q = f"{r} / ({acc})(({R}) - {ddof} > 0 ? ({R}) - {ddof} : 0)"
-            return q if v.op == "var" else f"{ops}sqrt_op::scalar<{acc}>({q})"
-
-        self._reduce(v, "sum", dest, element=deviation, final=final)
-
-    def _reduce(self, v: ir.Value, op: str, dest: Array, *, linear: bool = False,
-                element=None, final=None) -> None:
-        """v's input reduced with op over v's axes into dest (linear: dest is indexed by
-        the output element's number m, not its multi-index); element(kernel, expr) maps
-        each input element first, final(r) the combined result."""
-        a = v.args[0]
-        nd = len(a.shape)
-        axes = v.attr("axes")
-        red = set(range(nd)) if axes is None else {x % nd for x in as_tuple(axes)}
-        kept = [d for d in range(nd) if d not in red]
-        M = prod([a.shape[d] for d in kept])
-        R = prod([a.shape[d] for d in sorted(red)])
-        # G blocks per output: a function of the sizes only (Note [cuda kernels])
-        g_rule = (f"(1 if ({M}) >= 64 or ({R}) <= {BLOCK * 16} else "
-                  f"min(-(-({R}) // {BLOCK * 16}), max(1, 1024 // ({M}))))")
-        fixed = static(M) is not None and static(R) is not None
-        G = str(eval(g_rule)) if fixed else "n_parts"
-        acc = CT[v.dtype]
-        combine, ident = combiner(op, v.dtype)
-        if final is None:
-            def final(r):
-                return f"{r} / ({acc})({R})" if op == "mean" else r
-
-        k = _Kernel(self, tuple(a.shape))
-        if not fixed:
-            k.params.append(("long long n_parts", ("count", g_rule)))
-        I = self.I
-        mi, ri = [f"i{d}" for d in kept], [f"i{d}" for d in sorted(red)]
-        expr = k.value(a, k.idx, as_leaf=False)
-        expr = f"dxcu::cast<{acc}>({expr})" if element is None else element(k, expr)
-        part = None if G == "1" else self.workspace(
-            v.dtype, (int(M) * int(G),) if fixed else (f"({M}) * {g_rule}",))
-        if part is None:
-            out = "m" if linear else k.address(dest, _out_index(v, kept, mi, dest), write=True)
-            k.ptr(dest, True)
-            tail = unravel("m", [a.shape[d] for d in kept], mi, I) + [
-                f"{dest.name}[{out}] = {final('sh[0]')};"]
-        else:
-            tail = [f"{k.ptr(part, True)}[m * {G} + g] = sh[0];"]
-        body = [f"DXCU_SHARED {acc} sh[{BLOCK}];",
-                f"const {I} m = blockIdx.x / {G}, g = blockIdx.x % {G};",
-                "DXCU_THREADS {",
-                f"  {acc} r = {ident};",
-                *["  " + ln for ln in unravel("m", [a.shape[d] for d in kept], mi, I)],
-                f"  for ({I} j = g * {BLOCK} + threadIdx.x; j < {R}; j += {G} * {BLOCK}) {{",
-                *["    " + ln for ln in unravel("j", [a.shape[d] for d in sorted(red)],
-                                                       ri, I)],
-                *["    " + ln for ln in k.lines],
-                f"    r = {combine('r', expr)};",
-                "  }",
-                "  sh[threadIdx.x] = r;",
-                "}",
-                *tree(acc, combine),
-                "DXCU_THREADS {",
-                "  if (threadIdx.x == 0) {",
-                *["    " + ln for ln in tail],
-                "  }",
-                "}"]
-        grid = int(M) * int(G) if fixed else f"({M}) * {g_rule}"
-        self.add_kernel(f"k{len(self.launches)}", k, body, grid, BLOCK)
-        if part is not None:
-            k2 = _Kernel(self, ())
-            if not fixed:
-                k2.params.append(("long long n_parts", ("count", g_rule)))
-            src = k2.ptr(part, False)
-            out = ("m" if linear else
-                   k2.address(dest, _out_index(v, kept, [f"i{d}" for d in kept], dest), write=True))
-            k2.ptr(dest, True)
-            body = [f"DXCU_SHARED {acc} sh[{BLOCK}];",
-                    f"const {I} m = blockIdx.x;",
-                    "DXCU_THREADS {",
-                    f"  {acc} r = {ident};",
-                    (f"  for ({I} j = threadIdx.x; j < {G}; j += {BLOCK}) "
-                     f"r = {combine('r', f'{src}[m * {G} + j]')};"),
-                    "  sh[threadIdx.x] = r;",
-                    "}",
-                    *tree(acc, combine),
-                    "DXCU_THREADS {",
-                    "  if (threadIdx.x == 0) {",
-                    *["    " + ln for ln in unravel("m", [a.shape[d] for d in kept],
-                                                           [f"i{d}" for d in kept], I)],
-                    f"    {dest.name}[{out}] = {final('sh[0]')};",
-                    "  }",
-                    "}"]
-            self.add_kernel(f"k{len(self.launches)}", k2, body,
-                            int(M) if fixed else M, BLOCK)
-
-
-def _out_index(v: ir.Value, kept, names, dest: Array) -> list[str]:
-    """The reduction's output multi-index from the kept input dims (keepdims: 0s)."""
-    nd = len(v.args[0].shape)
-    if v.attr("keepdims"):
-        return [names[kept.index(d)] if d in kept else "0" for d in range(nd)]
-    return list(names)
+    def new_kernel(self, shape: tuple) -> _Kernel:
+        return _Kernel(self, shape)
 
 
 class _Kernel:

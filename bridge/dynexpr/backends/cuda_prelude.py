@@ -147,6 +147,17 @@ template <class T> DXCU_HD inline T scalar_max(T a, T b) {
     if (a != a || b != b) return a != a ? a : b;
   return a > b ? a : b;
 }
+// argmin/argmax: whether (vb, ib) replaces (va, ia); index -1 is "nothing yet". NumPy
+// gives the first NaN, else the first extreme: ties go to the smaller index.
+template <bool Max, class T>
+DXCU_HD inline bool arg_takes(T va, long long ia, T vb, long long ib) {
+  if (ib < 0) return false;
+  if (ia < 0) return true;
+  const bool na = va != va, nb = vb != vb;
+  if (na || nb) return nb && (!na || ib < ia);
+  if (vb == va) return ib < ia;
+  return Max ? vb > va : vb < va;
+}
 }  // namespace detail
 """
 
