@@ -68,7 +68,7 @@ def test_a_registered_backend_is_used_by_name_and_caches_its_builds(toy):
     g = dynexpr.capture(chain, backend="toy")  # another function, the same graph: cached
     assert_same(chain(*_args()), g(*_args()))
     assert len(toy.built) == 1
-    with pytest.raises(ValueError, match="use 'cpu', 'eager', 'toy' or a callable"):
+    with pytest.raises(ValueError, match="use 'cpu', 'eager', 'cuda', 'toy' or a callable"):
         dynexpr.capture(chain, backend="nope")
 
 

@@ -71,5 +71,6 @@ def _lazy(module: str, cls: str) -> Callable[[], Backend]:
 
 register("cpu", _lazy("cpu", "CpuBackend"))
 register("eager", _lazy("eager", "EagerBackend"))
+register("cuda", _lazy("cuda", "CudaBackend"))
 
 __all__ = ["Backend", "CallableBackend", "Plan", "register", "names", "known", "get"]
