@@ -42,6 +42,7 @@ from .. import codegen, ir
 from ..schedule import Buffer, Schedule
 from .cuda_index import (
     BLOCK,
+    Array,
     CT,
     broadcast_index,
     c_strides,
@@ -56,19 +57,6 @@ from .cuda_prelude import prelude
 from .cuda_reduce import Reductions
 
 MAX_GRID = 8192
-
-
-@dataclass
-class Array:
-    name: str
-    dtype: str
-    shape: tuple
-    strided: bool = False  # its element strides are kernel parameters
-
-    def extents(self, dims: dict) -> tuple:
-        """The shape with dynamic extents (and workspace size expressions) evaluated."""
-        return tuple(int(eval(ext(d) if not isinstance(d, str) or not d.startswith("(")
-                               else d, {"max": max, "min": min}, dims)) for d in self.shape)
 
 
 @dataclass

@@ -7,6 +7,7 @@ a reduction's combination (its identity, its combining function, the block's tre
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .. import ir
 
@@ -150,3 +151,16 @@ def tree(acc: str, combine) -> list[str]:
             "  }",
             "  DXCU_SYNC",
             "}"]
+
+
+@dataclass
+class Array:
+    name: str
+    dtype: str
+    shape: tuple
+    strided: bool = False  # its element strides are kernel parameters
+
+    def extents(self, dims: dict) -> tuple:
+        """The shape with dynamic extents (and workspace size expressions) evaluated."""
+        return tuple(int(eval(ext(d) if not isinstance(d, str) or not d.startswith("(")
+                               else d, {"max": max, "min": min}, dims)) for d in self.shape)

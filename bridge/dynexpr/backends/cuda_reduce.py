@@ -4,13 +4,8 @@ argmin/argmax with (value, index) pairs. A mixin of cuda_codegen._Unit."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .. import ir
-from .cuda_index import BLOCK, CT, as_tuple, combiner, prod, static, tree, unravel
-
-if TYPE_CHECKING:
-    from .cuda_codegen import Array
+from .cuda_index import BLOCK, CT, Array, as_tuple, combiner, prod, static, tree, unravel
 
 REDUCE_OPS = ("sum", "prod", "min", "max", "mean", "any", "all", "var", "std", "argmin",
               "argmax")

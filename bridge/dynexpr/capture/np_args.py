@@ -12,10 +12,17 @@ from typing import Any
 import numpy as np
 
 from .errors import graph_break
-from .operators import const_of
-from .variables import PyVar, Var
+from .variables import PyVar, TupleVar, Var
 
 REQUIRED = object()
+
+
+def const_of(v: Var, what: str) -> Any:
+    if isinstance(v, PyVar):
+        return v.value
+    if isinstance(v, TupleVar):
+        return tuple(const_of(x, what) for x in v.items)
+    graph_break(f"{what} must be known while capturing, but it is a {v.describe()}")
 NOVALUE = getattr(np, "_NoValue", None)
 # Parameters that must keep their defaults: another value changes the semantics in a way
 # dynexpr does not model, and the call is a graph break that names it.

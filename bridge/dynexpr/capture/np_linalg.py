@@ -1,7 +1,7 @@
 """np.inner, np.vdot, np.outer, np.tensordot, np.einsum, N-D np.dot and batched matmul on
 fake arrays, written as the matmul and multiply nodes NumPy's own definitions reduce them
 to (the matmul node runs NumPy's BLAS: Note [NumPy's BLAS] in dynexpr/blas.py). np.dot
-and `@` are np_ops.dot / np_ops.matmul.
+and `@` are matmul / dot here (np_ops.matmul makes one 2-D product).
 
 Note [contractions as one product]
 A two-operand contraction is one gemm once its operands are transposed and reshaped: the
@@ -22,9 +22,8 @@ from . import np_ops, np_views
 from .arrays import ArrayVar
 from .builder import Context
 from .errors import graph_break
-from .np_args import REQUIRED, bind
-from .operators import const_of
-from .variables import ListVar, TupleVar, Var
+from .np_args import REQUIRED, bind, const_of
+from .variables import ListVar, PyVar, TupleVar, Var
 
 
 def _arrays(name: str, a: Var, b: Var) -> bool:
@@ -121,6 +120,24 @@ def dot_nd(ctx: Context, a: ArrayVar, b: ArrayVar) -> Var:
     """np.dot with an operand of more than 2 dims: a's last axis against b's second to
     last (its only one when 1-D), i.e. a tensordot."""
     return tensordot(ctx, a, b, ([a.ndim - 1], [max(b.ndim - 2, 0)]))
+
+
+def matmul(ctx: Context, a: Var, b: Var) -> Var:
+    """`a @ b` and np.matmul: N-D operands as a batch of products, else one product."""
+    if isinstance(a, ArrayVar) and isinstance(b, ArrayVar) and (a.ndim > 2 or b.ndim > 2):
+        if a.ndim > 0 and b.ndim > 0 and not (a.is_scalar or b.is_scalar):
+            return batched_matmul(ctx, a, b)
+    return np_ops.matmul(ctx, a, b)
+
+
+def dot(ctx: Context, a: Var, b: Var) -> Var:
+    """np.dot: a scalar operand multiplies, N-D operands contract a's last axis with b's
+    second to last, else it is matmul."""
+    if isinstance(a, PyVar) or isinstance(b, PyVar) or a.ndim == 0 or b.ndim == 0:
+        return np_ops.ufunc(ctx, np.multiply, [a, b])
+    if a.ndim > 2 or b.ndim > 2:
+        return dot_nd(ctx, a, b)
+    return np_ops.matmul(ctx, a, b)
 
 
 def batched_matmul(ctx: Context, a: ArrayVar, b: ArrayVar) -> Var:

@@ -15,7 +15,7 @@ import numpy as np
 from .. import ir, manifest
 from .arrays import ArrayVar, fresh
 from .builder import Context
-from .errors import graph_break
+from .errors import InternalError, graph_break
 from .infer import (
     ask,
     broadcast,
@@ -322,9 +322,8 @@ def matmul(ctx: Context, a: Var, b: Var, batched: bool = False) -> Var:
             "matmul of scalars (NumPy raises ValueError) or of Python data is not supported"
         )
     if (a.ndim > 2 or b.ndim > 2) and not batched:
-        from . import np_linalg  # it builds on this function
-
-        return np_linalg.batched_matmul(ctx, a, b)
+        # np_linalg.matmul sends N-D operands to batched_matmul before they reach here.
+        raise InternalError(f"np_ops.matmul of {a.ndim}-D @ {b.ndim}-D operands")
     k_a = a.shape[-1]
     k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
     if k_a != k_b:
@@ -357,16 +356,6 @@ def matmul(ctx: Context, a: Var, b: Var, batched: bool = False) -> Var:
     if final != (n, m):
         out = g.node("reshape", (out,), dtype, final, shape=final)
     return fresh(g, out, kind)
-
-
-def dot(ctx: Context, a: Var, b: Var) -> Var:
-    if isinstance(a, PyVar) or isinstance(b, PyVar) or a.ndim == 0 or b.ndim == 0:
-        return ufunc(ctx, np.multiply, [a, b])
-    if a.ndim > 2 or b.ndim > 2:
-        from . import np_linalg
-
-        return np_linalg.dot_nd(ctx, a, b)
-    return matmul(ctx, a, b)
 
 
 def positive(ctx: Context, x: Var) -> Var:

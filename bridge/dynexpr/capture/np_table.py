@@ -106,7 +106,7 @@ def _ufunc_handler(uf: np.ufunc) -> Callable:
         if uf is np.positive:
             return np_ops.positive(tx.ctx, operands[0])
         if uf is np.matmul:
-            return np_ops.matmul(tx.ctx, *operands)
+            return np_linalg.matmul(tx.ctx, *operands)
         return np_ops.ufunc(tx.ctx, uf, operands)
 
     return handler
@@ -346,7 +346,7 @@ def _ravel_body(ctx, x, d):
 
 
 def _dot_body(ctx, x, d):
-    return np_ops.dot(ctx, x, d["b"])
+    return np_linalg.dot(ctx, x, d["b"])
 
 
 def _fill_body(ctx, x, d):

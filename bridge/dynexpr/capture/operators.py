@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from .. import manifest
-from . import np_ops, np_views
+from . import np_linalg, np_ops, np_views
 from .arrays import ArrayVar
 from .calls import call_method_of_object
+from .np_args import const_of
 from .errors import graph_break
 from .infer import ask
 from .variables import (
@@ -84,14 +85,6 @@ def real(fn: Any, *args: Any) -> PyVar:
             "an operation on known values built an array; dynexpr does not capture array literals"
         )
     return PyVar(r)
-
-
-def const_of(v: Var, what: str) -> Any:
-    if isinstance(v, PyVar):
-        return v.value
-    if isinstance(v, TupleVar):
-        return tuple(const_of(x, what) for x in v.items)
-    graph_break(f"{what} must be known while capturing, but it is a {v.describe()}")
 
 
 def const_key(v: Var) -> Any:
@@ -218,7 +211,7 @@ def _array_binary(tx, op: str, lhs: Var, rhs: Var, inplace: bool) -> Var:
             return np_views.ufunc_into(ctx, fast, [lhs], lhs)
         return np_views.ufunc_into(ctx, _UFUNCS[op], [lhs, rhs], lhs)
     if op == "@":
-        return np_ops.matmul(ctx, lhs, rhs)
+        return np_linalg.matmul(ctx, lhs, rhs)
     if op == "**":
         return np_ops.power(ctx, lhs, rhs)
     return np_ops.ufunc(ctx, _UFUNCS[op], [lhs, rhs])
