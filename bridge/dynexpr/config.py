@@ -11,7 +11,25 @@ num_threads resizes the kernels' thread pool (0: one thread per core).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
+
+
+def _env_int(var: str, default: int) -> int:
+    """$var as a whole number >= 0; anything else warns, naming the variable, and the
+    default is used (a typo in the environment must not break `import dynexpr`)."""
+    text = os.environ.get(var, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        warnings.warn(f"dynexpr: ${var}={text!r} is not a whole number >= 0; using "
+                      f"{default}. Set it to one, or unset it.", RuntimeWarning, stacklevel=2)
+        return default
+    return value
 
 # name: (type, default factory, what it means)
 _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
@@ -39,7 +57,7 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
     ),
     "num_threads": (
         int,
-        lambda: int(os.environ.get("DYNEXPR_NUM_THREADS", "0") or 0),
+        lambda: _env_int("DYNEXPR_NUM_THREADS", 0),
         "worker threads of compiled kernels; 0 = one per core ($DYNEXPR_NUM_THREADS)",
     ),
     "background_compile": (
@@ -58,7 +76,7 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
     ),
     "unit_budget": (
         int,
-        lambda: int(os.environ.get("DYNEXPR_UNIT_BUDGET", "500") or 0),
+        lambda: _env_int("DYNEXPR_UNIT_BUDGET", 500),
         "the most graph nodes one compiled unit holds; a larger graph is split into "
         "several units compiled in parallel (Note [compile budget] in split.py); "
         "0 = no limit ($DYNEXPR_UNIT_BUDGET)",

@@ -306,3 +306,21 @@ def test_max_rank_matches_the_cpp_core():
     f = dynexpr.capture(lambda x: x + 1, backend="eager")
     assert_same(x + 1, f(x))
     assert "at most 8" in f.entries[0].reason.reason
+
+
+def test_malformed_integer_settings_in_the_environment_warn_and_use_the_default():
+    """A typo in $DYNEXPR_NUM_THREADS or $DYNEXPR_UNIT_BUDGET used to make `import dynexpr`
+    raise int()'s bare ValueError; now one warning names the variable and the way out."""
+    env = dict(os.environ, DYNEXPR_NUM_THREADS="four", DYNEXPR_UNIT_BUDGET="-3")
+    code = ("import warnings; warnings.simplefilter('always'); import dynexpr; "
+            "print(dynexpr.config.num_threads, dynexpr.config.unit_budget)")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "500"]
+    assert "$DYNEXPR_NUM_THREADS='four' is not a whole number >= 0" in r.stderr
+    assert "$DYNEXPR_UNIT_BUDGET='-3' is not a whole number >= 0" in r.stderr
+    assert "Set it to one, or unset it" in r.stderr
+    env.update(DYNEXPR_NUM_THREADS="3", DYNEXPR_UNIT_BUDGET="0")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split() == ["3", "0"], r.stderr
+    assert "whole number" not in r.stderr
