@@ -46,6 +46,7 @@ from .cuda_index import (
     CT,
     broadcast_index,
     c_strides,
+    eval_extent,
     ext,
     getitem_map,
     prod,
@@ -87,7 +88,7 @@ def resolve(unit: CudaUnit, inputs) -> dict:
 
 def evaluate(expr, dims: dict) -> int:
     """A launch's grid or a ("count", expr) argument for one call."""
-    return expr if isinstance(expr, int) else int(eval(expr, {"max": max, "min": min}, dims))
+    return expr if isinstance(expr, int) else eval_extent(expr, dims)
 
 
 def generate(s: Schedule, contiguous=frozenset()) -> CudaUnit:

@@ -6,6 +6,7 @@ a reduction's combination (its identity, its combining function, the block's tre
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -14,6 +15,21 @@ from .. import ir
 CT = {"bool": "bool", "uint8": "unsigned char", "int32": "int", "int64": "long long",
       "float32": "float", "float64": "double"}
 BLOCK = 256
+
+
+_EXTENT_NAMES = {"__builtins__": {}, "max": max, "min": min}
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(expr: str):
+    return compile(expr, "<cuda extent>", "eval")
+
+
+def eval_extent(expr: str, dims: dict) -> int:
+    """An extent or launch expression of generated text (integers, n_<name> parameters,
+    + - * // min max) for one call's dynamic extents; compiled once per text, since a
+    launch evaluates its grid and counts on every call."""
+    return int(eval(_compiled(expr), _EXTENT_NAMES, dims))  # noqa: S307 - our own text
 
 
 def ext(d) -> str:
@@ -162,5 +178,5 @@ class Array:
 
     def extents(self, dims: dict) -> tuple:
         """The shape with dynamic extents (and workspace size expressions) evaluated."""
-        return tuple(int(eval(ext(d) if not isinstance(d, str) or not d.startswith("(")
-                               else d, {"max": max, "min": min}, dims)) for d in self.shape)
+        return tuple(eval_extent(ext(d) if not isinstance(d, str) or not d.startswith("(")
+                                 else d, dims) for d in self.shape)
