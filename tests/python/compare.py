@@ -1,5 +1,7 @@
 """Comparing a captured result with plain NumPy's: types, dtypes, shapes, values."""
 
+import copy
+
 import numpy as np
 
 # Tolerances per dtype: the compiled backend may use SIMD math within the op table's ULP
@@ -37,3 +39,17 @@ def assert_same(expected, got, path="result", tol=None):
         assert got == expected or (got != got and expected != expected), (
             f"{path}: {got!r} != {expected!r}"
         )
+
+
+def assert_matches_plain(fn, args, captured):
+    """Calls fn and `captured` on deep copies of args: their results, and every array
+    argument after the call (NumPy's mutations), must be the same. Returns the captured
+    call's result and arguments."""
+    expected_args, got_args = copy.deepcopy(args), copy.deepcopy(args)
+    expected = fn(*expected_args)
+    got = captured(*got_args)
+    assert_same(expected, got)
+    for e, g in zip(expected_args, got_args):
+        if isinstance(e, np.ndarray):
+            assert_same(e, g, "argument after the call")
+    return got, got_args
