@@ -6,10 +6,12 @@
 // (b) for y[i] = x[i]*2+1 on float (cost 1 per element) the smallest n from which the pooled
 // run beats the inline one, with the arrays in cache (the same n elements every call)
 // and out of cache (each call walks a fresh part of a 256 MiB buffer). The crossover times
-// kernel_cost is the crossover in work units, which sets default_inline_threshold.
+// kernel_cost is the crossover in work units, which sets default_inline_threshold; and (c) a
+// ~1 ms kernel called after a 10 ms pause against back to back, for several spin times
+// (Note [spin then block]): what the workers' sleep costs the first kernel after a pause.
 //
 //   g++ -std=c++20 -O2 -march=native -pthread -Iinclude bench/pool_handoff.cpp -o pool_handoff
-//   ./pool_handoff [--json results.json]
+//   ./pool_handoff [--json results.json] [--pause-only]
 // On a shared machine run it as `chrt -f 1 ./pool_handoff`: other processes then cannot take
 // a core in the middle of a round trip, which otherwise dominates every pooled number.
 #include <algorithm>
@@ -156,12 +158,79 @@ std::vector<row> sweep(bool cold, const std::vector<float>& x, std::vector<float
   return rows;
 }
 
+
+// (c) A ~1 ms compute-bound kernel (tanh per element, as in a gelu) on the pool.
+void tanh_kernel(const float* x, float* y, index_t b, index_t e) {
+  for (index_t i = b; i < e; ++i) y[i] = std::tanh(x[i]) * 0.5f + x[i];
+}
+
+struct pause_row {
+  long long spin_us;
+  double back_to_back_ns, after_pause_ns, worker_share_after_pause;
+};
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+pause_row pause_probe(std::chrono::microseconds spin, const std::vector<float>& x,
+                      std::vector<float>& y) {
+  par::set_spin_time(spin);
+  const index_t n = static_cast<index_t>(x.size());
+  std::atomic<index_t> on_worker{0}, chunks{0};
+  auto call = [&] {
+    const auto t0 = clock_type::now();
+    par::parallel_for(n, 1, align, force_pool, [&](index_t b, index_t e) {
+      tanh_kernel(x.data(), y.data(), b, e);
+      chunks.fetch_add(1, std::memory_order_relaxed);
+      if (par::in_worker()) on_worker.fetch_add(1, std::memory_order_relaxed);
+    });
+    return seconds_since(t0) * 1e9;
+  };
+  std::vector<double> hot, cold;
+  for (int r = 0; r < 5; ++r) call();  // workers awake, pages touched
+  for (int r = 0; r < 41; ++r) hot.push_back(call());
+  on_worker = 0;
+  chunks = 0;
+  for (int r = 0; r < 41; ++r) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cold.push_back(call());
+  }
+  return {static_cast<long long>(spin.count()), median(hot), median(cold),
+          static_cast<double>(on_worker) / static_cast<double>(chunks)};
+}
+
+std::vector<pause_row> pause_sweep() {
+  std::vector<float> x(1 << 18), y(1 << 18);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 1000) * 1e-3f;
+  const auto keep = par::spin_time();
+  std::vector<pause_row> rows;
+  std::printf("(c) tanh kernel, %zu floats: after a 10 ms pause vs back to back (medians of 41)\n",
+              x.size());
+  std::printf("  spin us   back to back us   after pause us   ratio   workers after pause\n");
+  for (long long us : {0LL, 30LL, 1000LL, 5000LL, 20000LL}) {
+    const pause_row r = pause_probe(std::chrono::microseconds{us}, x, y);
+    rows.push_back(r);
+    std::printf("  %7lld %17.0f %16.0f %7.2f %20.0f%%\n", us, r.back_to_back_ns / 1e3,
+                r.after_pause_ns / 1e3, r.after_pause_ns / r.back_to_back_ns,
+                100 * r.worker_share_after_pause);
+  }
+  par::set_spin_time(keep);
+  std::printf("  default spin_time: %lld us (DYNEXPR_SPIN_US sets it)\n\n",
+              static_cast<long long>(par::spin_time().count()));
+  return rows;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* json_path = nullptr;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
+  bool pause_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (i + 1 < argc && std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
+    if (std::strcmp(argv[i], "--pause-only") == 0) pause_only = true;
+  }
 
   const int threads = par::num_threads();
   std::printf("pool_handoff: %d threads (caller included), align %lld\n\n", threads,
@@ -173,6 +242,8 @@ int main(int argc, char** argv) {
 
   // (a) Fixed costs. Warm the pool up first (the first pooled call creates the workers).
   empty_call(force_pool)(0);
+  const std::vector<pause_row> pauses = pause_sweep();
+  if (pause_only) return 0;
   const double inline_ns = best_ns_per_call(empty_call(force_inline));
   const double empty_ns = best_ns_per_call(empty_call(force_pool));
   const double trip_ns = best_ns_per_call(rendezvous_call(threads));
@@ -209,12 +280,23 @@ int main(int argc, char** argv) {
                  "{\"threads\": %d, \"empty_inline_ns\": %.1f, \"empty_pool_ns\": %.1f, "
                  "\"round_trip_ns\": %.1f, \"round_trip_after_idle_ns\": %.1f, "
                  "\"kernel_cost\": %lld, \"crossover_hot\": %lld, "
-                 "\"crossover_cold\": %lld, \"default_inline_threshold\": %lld, \"rows\": [",
+                 "\"crossover_cold\": %lld, \"default_inline_threshold\": %lld, \"spin_us\": %lld",
                  threads, inline_ns, empty_ns, trip_ns, trip_idle_ns,
                  static_cast<long long>(kernel_cost), static_cast<long long>(hot_x),
                  static_cast<long long>(cold_x),
-                 static_cast<long long>(par::default_inline_threshold));
+                 static_cast<long long>(par::default_inline_threshold),
+                 static_cast<long long>(par::spin_time().count()));
     const char* sep = "";
+    std::fprintf(f, ", \"after_pause\": [");
+    for (const pause_row& r : pauses) {
+      std::fprintf(f,
+                   "%s{\"spin_us\": %lld, \"back_to_back_ns\": %.0f, \"after_pause_ns\": %.0f, "
+                   "\"worker_share\": %.3f}",
+                   sep, r.spin_us, r.back_to_back_ns, r.after_pause_ns, r.worker_share_after_pause);
+      sep = ", ";
+    }
+    std::fprintf(f, "], \"rows\": [");
+    sep = "";
     for (const auto* rows : {&hot, &cold})
       for (const row& r : *rows) {
         std::fprintf(f,

@@ -26,6 +26,17 @@ extern "C" __attribute__((visibility("default"))) int dynexpr_rt_num_threads() {
   return dynexpr::parallel::num_threads();
 }
 
+// dynexpr.config.spin_us (Note [spin then block]): how long an idle pool thread spins
+// before it sleeps, in microseconds; negative restores the default.
+extern "C" __attribute__((visibility("default"))) void dynexpr_rt_set_spin_us(long long us) {
+  namespace par = dynexpr::parallel;
+  par::set_spin_time(us < 0 ? par::default_spin_time : std::chrono::microseconds{us});
+}
+
+extern "C" __attribute__((visibility("default"))) long long dynexpr_rt_spin_us() {
+  return static_cast<long long>(dynexpr::parallel::spin_time().count());
+}
+
 // The BLAS dx::matmul calls (Note [BLAS hook] in dynexpr/interop/blas.hpp): the bridge
 // passes the CBLAS entry points of the library NumPy links (bridge/dynexpr/blas.py);
 // nulls remove it (Eigen then). int64: the pointers take 64-bit integers (ILP64).

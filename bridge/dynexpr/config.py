@@ -60,6 +60,13 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
         lambda: _env_int("DYNEXPR_NUM_THREADS", 0),
         "worker threads of compiled kernels; 0 = one per core ($DYNEXPR_NUM_THREADS)",
     ),
+    "spin_us": (
+        int,
+        lambda: _env_int("DYNEXPR_SPIN_US", -1),
+        "microseconds an idle worker thread of the kernels spins before it sleeps: longer "
+        "keeps workers awake across Python's work between kernels, at the price of a "
+        "polling core; -1 = the library's default ($DYNEXPR_SPIN_US)",
+    ),
     "background_compile": (
         bool,
         lambda: os.environ.get("DYNEXPR_BACKGROUND_COMPILE", "1") not in ("0", "false", "no"),
@@ -90,6 +97,9 @@ _FIELDS: dict[str, tuple[type | tuple, Any, str]] = {
     ),
     "verbose": (bool, lambda: False, "print a line for each capture and compile"),
 }
+
+# Integer settings that take a value below 0: -1 there means "the library's default".
+_LOWEST = {"spin_us": -1}
 
 
 class Config:
@@ -124,8 +134,9 @@ class Config:
                 f"dynexpr.config.{name} must be {typ.__name__}, "
                 f"got {type(value).__name__} {value!r}"
             )
-        if typ is int and value < 0:
-            raise ValueError(f"dynexpr.config.{name} must be >= 0, got {value}")
+        low = _LOWEST.get(name, 0)
+        if typ is int and value < low:
+            raise ValueError(f"dynexpr.config.{name} must be >= {low}, got {value}")
         if name == "cache_dir":
             if not value:
                 raise ValueError("dynexpr.config.cache_dir must name a directory; "

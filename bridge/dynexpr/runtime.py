@@ -120,6 +120,26 @@ def set_num_threads(n: int) -> None:
 on_change("num_threads", set_num_threads)  # now if kernels are loaded, else at load
 
 
+def set_spin_us(us: int) -> None:
+    """How long the pool's idle threads spin before sleeping (-1: the library default):
+    now if the runtime library is loaded, else when it is (dynexpr.config.spin_us)."""
+    lib = _rt["lib"]
+    if lib is not None:
+        lib.dynexpr_rt_set_spin_us(ctypes.c_longlong(us))
+
+
+on_change("spin_us", set_spin_us)
+
+
+def kernel_spin_us() -> int | None:
+    """The pool's spin time in microseconds, or None before any kernel is loaded."""
+    lib = _rt["lib"]
+    if lib is None:
+        return None
+    lib.dynexpr_rt_spin_us.restype = ctypes.c_longlong
+    return int(lib.dynexpr_rt_spin_us())
+
+
 def kernel_threads() -> int | None:
     """The kernels' thread pool size, or None before any kernel is loaded."""
     lib = _rt["lib"]
@@ -136,6 +156,8 @@ def _runtime_lib():
             threads = config.num_threads
         if threads:  # 0: the pool's own default ($DYNEXPR_NUM_THREADS, else one per core)
             lib.dynexpr_rt_set_num_threads(threads)
+        if config.spin_us >= 0:  # -1: the library's ($DYNEXPR_SPIN_US, else its default)
+            lib.dynexpr_rt_set_spin_us(ctypes.c_longlong(config.spin_us))
         blas.install(lib)  # Note [NumPy's BLAS]: dx::matmul calls NumPy's gemm/gemv
         _rt["lib"] = lib
     return _rt["lib"]

@@ -11,6 +11,7 @@ already done in this one would hide what is being tested.
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -30,6 +31,8 @@ from dynexpr import cache, cxx, trust
 
 from cache_testing import link_pch, use_cache
 from compare import assert_same
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HERE = Path(__file__).parent
 NOBODY = 65534
@@ -371,6 +374,40 @@ def test_config_num_threads_sizes_the_kernel_pool(fresh):
     assert got["three"] == [3, 2], got  # the caller and two workers
     assert got["one"] == [1, 0], got
 
+
+
+def test_config_spin_us_sets_the_pools_spin_time(fresh):
+    """dynexpr.config.spin_us reaches the runtime library's pool (Note [spin then block]):
+    set before the first kernel loads, after it, and -1 for the library's default; a bad
+    value is refused by config and never reaches C++."""
+    code = f"""
+        from dynexpr import runtime
+        f = dynexpr.capture(lambda x: np.sqrt(np.abs(x)) * {11.5 + _NONCE!r})
+        x = np.linspace(-1, 1, 1 << 20)
+        dynexpr.config.spin_us = 2500
+        same = bool(np.allclose(f(x), np.sqrt(np.abs(x)) * {11.5 + _NONCE!r}))
+        at_load = runtime.kernel_spin_us()
+        dynexpr.config.spin_us = 0
+        zero = runtime.kernel_spin_us()
+        f(x)
+        dynexpr.config.spin_us = -1
+        default = runtime.kernel_spin_us()
+        try:
+            dynexpr.config.spin_us = -2
+            refused = ""
+        except ValueError as e:
+            refused = str(e)
+        print(json.dumps({{"same": same, "at_load": at_load, "zero": zero,
+                           "default": default, "refused": refused,
+                           "after": runtime.kernel_spin_us()}}))
+    """
+    got = run_child(code, fresh)
+    assert got["same"]
+    assert got["at_load"] == 2500 and got["zero"] == 0, got
+    text = (ROOT / "include/dynexpr/parallel/thread_pool.hpp").read_text()
+    default = int(re.search(r"#define DYNEXPR_DEFAULT_SPIN_US (\d+)", text).group(1))
+    assert got["default"] == default == got["after"], got
+    assert "spin_us must be >= -1, got -2" in got["refused"]
 
 # ------------------------------------------------------- when nothing can be built
 FAKE_CXX = """#!/bin/sh

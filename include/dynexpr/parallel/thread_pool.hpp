@@ -32,6 +32,10 @@
 #include "dynexpr/core/config.hpp"
 #include "dynexpr/core/error.hpp"
 
+#ifndef DYNEXPR_DEFAULT_SPIN_US
+#define DYNEXPR_DEFAULT_SPIN_US 30
+#endif
+
 // Note [runtime library]
 // The pool's non-template functions are defined inline below, so a C++ program that
 // includes the library needs nothing else. Generated units (kernels/prelude.hpp) define
@@ -85,6 +89,14 @@ inline constexpr int fp_flags = 0;
 /// True on a pool worker thread (false on the thread that called parallel_for).
 bool in_worker();
 
+/// How long a waiting pool thread spins before it sleeps (Note [spin then block]): read once
+/// from DYNEXPR_SPIN_US (an integer number of microseconds >= 0) when first needed, else
+/// default_spin_time; set_spin_time changes it for every wait that starts afterwards.
+std::chrono::microseconds spin_time();
+/// Sets spin_time(); negative values count as 0 (sleep at once), values above max_spin_time
+/// are capped there.
+void set_spin_time(std::chrono::microseconds t);
+
 /// A schedule for the parallel_for calls one thread makes, chosen by timing
 /// (mode="max-autotune" in bridge/dynexpr/autotune.py). `threads` caps the threads a pooled
 /// call plans its chunks for (1: inline; 0: the pool's size); `chunks_per_thread` sets how
@@ -110,6 +122,10 @@ inline constexpr int max_threads = 4096;
 //   elements here) the pool loses ~1.5 us in cache and gains ~5 us (1.3-1.4x) from DRAM.
 //   More cores lower both crossovers: the same hand-off buys a larger share of the work.
 inline constexpr index_t default_inline_threshold = 65536;
+
+/// spin_time()'s default and its cap (Note [spin then block]).
+inline constexpr std::chrono::microseconds default_spin_time{DYNEXPR_DEFAULT_SPIN_US};
+inline constexpr std::chrono::microseconds max_spin_time{10'000'000};
 
 namespace detail {
 
@@ -154,7 +170,13 @@ inline std::atomic<bool> pool_gone{false};
 // threads than cores the thread we wait for may be queued behind us on this very core, and a
 // pure spin held it off for the whole window (measured on a loaded 2-core machine: small
 // pooled calls the worker joined took ~37 µs instead of < 1 µs).
-inline constexpr std::chrono::microseconds spin_time{30};
+// How long to spin is the user's trade, as OpenMP's block time is: a kernel that comes
+// after a pause longer than the spin finds its workers asleep and, on a VM whose idle
+// vCPU the hypervisor has halted, they may wake only after the caller has taken most
+// chunks itself (bench/pool_handoff.cpp measures a kernel after a 10 ms pause against
+// back to back). A longer spin keeps them awake across Python's work between kernels at
+// the price of a core that polls (and yields) while nothing runs. DYNEXPR_SPIN_US or
+// dynexpr.config.spin_us set it; default_spin_time is the measured middle ground.
 
 inline void cpu_relax() noexcept {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -274,7 +296,7 @@ inline chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threa
 template <class Ready>
 void waiter::wait(Ready ready) {
   if (ready()) return;
-  const auto deadline = std::chrono::steady_clock::now() + spin_time;
+  const auto deadline = std::chrono::steady_clock::now() + parallel::spin_time();
   for (unsigned i = 1;; ++i) {
     cpu_relax();
     if (ready()) return;
@@ -480,6 +502,27 @@ DYNEXPR_RT_FN index_t inline_threshold() {
 }
 
 DYNEXPR_RT_FN bool in_worker() { return detail::t_worker; }
+
+namespace detail {
+inline std::atomic<long long>& spin_us() {
+  static std::atomic<long long> us{[] {
+    long long v = 0;
+    return parse_integer(std::getenv("DYNEXPR_SPIN_US"), v) && v >= 0
+               ? std::min(v, static_cast<long long>(max_spin_time.count()))
+               : static_cast<long long>(default_spin_time.count());
+  }()};
+  return us;
+}
+}  // namespace detail
+
+DYNEXPR_RT_FN std::chrono::microseconds spin_time() {
+  return std::chrono::microseconds{detail::spin_us().load(std::memory_order_relaxed)};
+}
+
+DYNEXPR_RT_FN void set_spin_time(std::chrono::microseconds t) {
+  const long long us = std::clamp<long long>(t.count(), 0, max_spin_time.count());
+  detail::spin_us().store(us, std::memory_order_relaxed);
+}
 
 DYNEXPR_RT_FN schedule& thread_schedule() {
   static thread_local schedule s;
