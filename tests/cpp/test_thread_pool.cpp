@@ -188,6 +188,25 @@ TEST_CASE("the pool uses its workers, and never more threads than num_threads") 
   CHECK_FALSE(par::in_worker());
 }
 
+TEST_CASE("spin_time is settable, clamped, and any spin time gives correct results") {
+  const auto keep = par::spin_time();
+  par::set_num_threads(2);
+  for (long long us : {0LL, 30LL, 5000LL}) {
+    par::set_spin_time(std::chrono::microseconds{us});
+    CHECK(par::spin_time().count() == us);
+    for (int call = 0; call < 3; ++call) {
+      // Sleep past the spin so that the workers are parked and must be woken.
+      std::this_thread::sleep_for(std::chrono::microseconds{us + 200});
+      CHECK(run_and_check(4096, 1, 16, force_pool).size() > 1);
+    }
+  }
+  par::set_spin_time(std::chrono::microseconds{-7});
+  CHECK(par::spin_time().count() == 0);
+  par::set_spin_time(std::chrono::hours{24});
+  CHECK(par::spin_time() == par::max_spin_time);
+  par::set_spin_time(keep);
+}
+
 TEST_CASE("an exception from any chunk is rethrown on the caller; the pool survives") {
   par::set_num_threads(4);
   SUBCASE("thrown on a worker") {
