@@ -308,6 +308,53 @@ View<const std::remove_const_t<T>> reshape(const View<T>& v, const Shape& shape,
   }
 }
 
+// Note [row blocks]
+// A run of kernels over the same rows (softmax, layernorm, logsumexp: keepdims reductions
+// along the inner axes and the pointwise work around them) reads and writes every
+// intermediate through memory once per kernel: layernorm's four kernels move six arrays.
+// When every value of the run keeps the leading axis (rows do not mix), codegen wraps the
+// run in row_blocks: the threads split the rows into blocks of about block_bytes, and
+// each block runs all the kernels on row views while its rows are still in cache, so the
+// input is read from memory once and the output written once; intermediates used only in
+// the run live for one block. 256 KB blocks: measured on softmax/layernorm/logsumexp/
+// normalise rows (2-core Zen 3, float32), 16M elements run 1.3-1.9x faster than kernel by
+// kernel, and 1M elements (in L3 either way) the same; 64 KB blocks lost up to 1.4x at
+// 1M to the per-block cost of starting each kernel. Rows longer than a block, or data that fit in cache anyway,
+// run the kernels once over all rows (fn(0, rows)), each kernel threaded as before.
+inline constexpr index_t row_block_bytes = 256 * 1024;
+
+/// Rows [r0, r1) of v (its leading axis).
+template <class T>
+View<T> rows(const View<T>& v, index_t r0, index_t r1) {
+  Shape s = v.shape();
+  s[0] = r1 - r0;
+  return View<T>(v.data() + r0 * v.strides()[0], s, v.strides());
+}
+template <Element T>
+View<T> rows(Tensor<T>& t, index_t r0, index_t r1) {
+  return rows(t.view(), r0, r1);
+}
+
+/// Runs fn(r0, r1) over blocks of rows of `shape` (Note [row blocks]); `bytes` is the
+/// element size of the widest value and `kernels` how many kernels fn runs.
+template <class F>
+void row_blocks(const Shape& shape, index_t bytes, int kernels, F&& fn) {
+  const index_t n_rows = shape.empty() ? 0 : shape[0];
+  if (n_rows == 0) return fn(index_t{0}, n_rows);
+  const index_t row_bytes = shape_size(shape) / n_rows * bytes;
+  if (row_bytes == 0 || row_bytes > row_block_bytes || n_rows * row_bytes < 4 * row_block_bytes)
+    return fn(index_t{0}, n_rows);
+  // Blocks of at most row_block_bytes, and at least 4 per thread so that every thread
+  // gets work on a many-core machine.
+  const index_t per_thread = (n_rows + 4 * parallel::num_threads() - 1) / (4 * parallel::num_threads());
+  const index_t per_block = std::max<index_t>(1, std::min(row_block_bytes / row_bytes, per_thread));
+  const index_t blocks = (n_rows + per_block - 1) / per_block;
+  const double work = static_cast<double>(shape_size(shape)) * kernels;
+  parallel::parallel_for(blocks, 1, 1, work, [&](index_t b0, index_t b1) {
+    for (index_t b = b0; b < b1; ++b) fn(b * per_block, std::min(n_rows, (b + 1) * per_block));
+  });
+}
+
 /// A readable view of a Tensor or View (for view operations on materialised values).
 template <Element T>
 View<const T> view_of(const Tensor<T>& t) {

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from . import codegen_loop, ir, manifest
+from . import codegen_loop, ir, manifest, row_blocks
 from .schedule import Buffer, Schedule
 
 FORMAT = 1  # bump when the shape of generated units changes
@@ -59,6 +59,9 @@ class _Unit:
         self.declared_tmp: set[int] = set()
         self.written_out: set[int] = set()  # outputs already stored to (assign_fresh once)
         self.sym_index = {name: k for k, name in enumerate(s.symbols)}
+        # Inside a run of row blocks (emit_rows): C++ name -> the name of its row view.
+        self.rename: dict[str, str] = {}
+        self.fresh_tmp: set[int] = set()  # tmps allocated empty whose first write is next
 
     def literal(self, value, dtype: str) -> str:
         """A C++ literal of `value` as `dtype` (for codegen_loop, which codegen imports)."""
@@ -66,7 +69,7 @@ class _Unit:
 
     # -------------------------------------------------------------------------- text
     def emit(self, line: str = "") -> None:
-        self.lines.append(("  " + line) if line else "")
+        self.lines.append(("  " * (1 + bool(self.rename)) + line) if line else "")
 
     def render(self) -> str:
         s = self.s
@@ -103,7 +106,12 @@ class _Unit:
         for b in s.outputs:
             self.emit(f"const auto o{b.index} = f.output<{CTYPE[b.dtype]}>"
                       f"({b.index}, {self.extents(b.shape)});")
+        runs = {r.first: r for r in row_blocks.runs(s)} if s.fuse else {}
+        run = None
         for n, k in enumerate(s.kernels):
+            if n in runs:
+                run = runs[n]
+                saved = self.open_rows(run)
             targets = ", ".join(self.buffer_label(st.buffer) for st in k.stores)
             self.emit(f"// kernel {n}: {k.kind} -> {targets}")
             for st in k.stores:
@@ -113,9 +121,50 @@ class _Unit:
                         self.written_out.add(st.buffer.index)
                 else:
                     self.store(st.value, st.buffer)
+            if run is not None and n == run.last:
+                self.close_rows(run, saved)
+                run = None
         lines = [line.rstrip() for line in self.lines] + ["}"]
         self.lines = []
         return lines
+
+    # -------------------------------------------------------------------- row blocks
+    def open_rows(self, run: row_blocks.Run) -> tuple:
+        """Opens `dxk::row_blocks(..., [&](r0, r1) {` around the run's kernels (Note [row
+        blocks] in kernels/prelude.hpp): the outputs and shared temporaries it writes and
+        the row values it reads are renamed to row views of [r0, r1)."""
+        n = run.last - run.first + 1
+        self.emit(f"// kernels {run.first}-{run.last}: row blocks (Note [row blocks])")
+        for b in run.shared_tmps:
+            self.declared_tmp.add(b.index)
+            self.fresh_tmp.add(b.index)
+            self.emit(f"auto t{b.index} = dx::Tensor<{CTYPE[b.dtype]}>::empty("
+                      f"{self.shape(b.shape)});")
+        w = run.widest
+        self.emit(f"dxk::row_blocks({self.shape(w.shape)}, sizeof({CTYPE[w.dtype]}), {n}, "
+                  f"[&](dx::index_t r0, dx::index_t r1) {{")
+        views = [self.buffer_ref(st.buffer) for k in self.s.kernels[run.first:run.last + 1]
+                 for st in k.stores if st.buffer.kind == "out" or st.buffer in run.shared_tmps]
+        views += [self.ref(v) for v in run.reads]
+        self.rename = {name: name + "r" for name in dict.fromkeys(views)}
+        for name, row in self.rename.items():
+            self.emit(f"auto {row} = dxk::rows({name}, r0, r1);")
+        return set(self.names), set(self.declared_tmp)
+
+    def close_rows(self, run: row_blocks.Run, saved: tuple) -> None:
+        names, tmps = saved
+        self.rename = {}
+        self.emit("});")
+        # Names declared inside the block's lambda are out of scope after it.
+        for k in [k for k in self.names if k not in names]:
+            del self.names[k]
+        self.declared_tmp &= tmps
+        self.fresh_tmp -= {b.index for b in run.shared_tmps}
+
+    def bref(self, b: Buffer) -> str:
+        """buffer_ref, or its row view inside a run of row blocks."""
+        name = self.buffer_ref(b)
+        return self.rename.get(name, name)
 
     # ------------------------------------------------------------------------ shapes
     def dim(self, d) -> str:
@@ -150,9 +199,9 @@ class _Unit:
         """A C++ expression naming v's value (declaring leaves and lazies on first use)."""
         st = self.storage(v)
         if isinstance(st, Buffer):
-            return self.buffer_ref(st)
+            return self.bref(st)
         if v.op == "input":
-            return f"x{v.attr('index')}"
+            return self.rename.get(f"x{v.attr('index')}", f"x{v.attr('index')}")
         if v.op == "const":
             return self.const(v, weak_ok)
         if v.id in self.names:
@@ -278,7 +327,7 @@ class _Unit:
     # ------------------------------------------------------------------------ stores
     def store(self, v: ir.Value, b: Buffer) -> None:
         T = CTYPE[v.dtype]
-        dest = self.buffer_ref(b)
+        dest = self.bref(b)
         if v.op == "loop":
             codegen_loop.emit_loop(self, v, b)
             return
@@ -305,8 +354,10 @@ class _Unit:
                 self.emit(f"auto {dest} = dxk::tensor<{T}>({expr});")
             else:
                 self.emit(f"auto {dest} = dxk::eval_fresh{self.loop(v, b)}({expr});")
-        elif b.kind == "out" and b.index not in self.written_out:
-            # First write into an output this call allocated: nothing can alias it.
+        elif ((b.kind == "out" and b.index not in self.written_out)
+              or (b.kind == "tmp" and b.index in self.fresh_tmp)):
+            # First write into an output this call allocated (or a temporary allocated
+            # empty for a run of row blocks): nothing can alias it.
             self.emit(f"dxk::assign_fresh{self.loop(v, b)}({dest}, {expr});")
         else:
             self.emit(f"dx::assign({dest}, {expr});")

@@ -1,0 +1,167 @@
+"""dynexpr.row_blocks — which runs of a schedule's kernels may run block of rows by block
+of rows (Note [row blocks] in kernels/prelude.hpp), and how each value is read there.
+
+A run qualifies when rows never mix in it: every value it stores, and every pointwise
+value fused into those, has the run's rank N and its row count R as the leading extent,
+and each reduction reduces other axes only, keeping them (keepdims). Row k of such a value
+then depends only on row k of its operands of rank N and on the whole of the others
+(lower rank, or a leading extent of 1, broadcast over the rows). Those operands are read
+whole in each block; the rest are read as row views. Views, setitem, products and loops
+end a run: a view may move the leading axis, and the others write or read across rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import ir
+from .schedule import Buffer, Kernel, Schedule
+
+# Reductions a run takes: the ones codegen spells as dx::NAME(x, axes, keepdims).
+_REDUCTIONS = ("sum", "prod", "min", "max", "mean", "var", "std")
+
+
+@dataclass
+class Run:
+    first: int  # index of its first kernel in Schedule.kernels
+    last: int  # ... and of its last
+    rows: object  # R: an int, or a dynamic size's name
+    widest: ir.Value  # its stored value with the most elements per row (sets the block)
+    reads: list[ir.Value]  # inputs and earlier buffers it reads as row views
+    # tmp buffers (by index) the run writes that kernels after it read: allocated whole
+    # before the run, written row block by row block
+    shared_tmps: list[Buffer] = field(default_factory=list)
+
+
+def runs(s: Schedule) -> list[Run]:
+    """The runs of two or more consecutive kernels of `s` that qualify, in order."""
+    found: list[Run] = []
+    k = 0
+    while k < len(s.kernels):
+        rows = _rows_of(s, s.kernels[k])
+        end = k
+        if rows is not None:
+            rank = len(s.kernels[k].stores[0].value.shape)
+            while (end + 1 < len(s.kernels)
+                   and _rows_of(s, s.kernels[end + 1]) == rows
+                   and len(s.kernels[end + 1].stores[0].value.shape) == rank):
+                end += 1
+        reads = _row_reads(s, s.kernels[k:end + 1], rows) if end > k else None
+        if reads is not None:
+            found.append(_run(s, k, end, rows, reads))
+            k = end + 1
+        else:
+            k += 1
+    return found
+
+
+def _rows_of(s: Schedule, kernel: Kernel):
+    """R if every value `kernel` stores keeps rows (rank >= 2, leading extent R != 1,
+    into an output or temporary), else None."""
+    if kernel.kind not in ("pointwise", "reduction"):
+        return None
+    rows = None
+    for st in kernel.stores:
+        v, b = st.value, st.buffer
+        if not isinstance(b, Buffer) or b.kind not in ("out", "tmp") or len(v.shape) < 2:
+            return None
+        if v.op in ir.REDUCTIONS:
+            axes = v.attr("axes")
+            nd = len(v.args[0].shape)
+            if (v.op not in _REDUCTIONS or axes is None or not v.attr("keepdims")
+                    or any(a % nd == 0 for a in _axes(axes))):
+                return None
+        r = v.shape[0]
+        if r == 1 or (rows is not None and r != rows):
+            return None
+        rows = r
+    return rows
+
+
+def _row_reads(s: Schedule, kernels: list[Kernel], rows) -> list[ir.Value] | None:
+    """The values outside the kernels' expressions that they read as row views (inputs
+    and buffers of rank N with R rows), or None when some read is not row-safe: a view,
+    a row-shaped splat, or a value without the rows computed from one with them."""
+    rank = len(kernels[0].stores[0].value.shape)
+    stored = {st.value.id for k in kernels for st in k.stores}
+
+    def is_row(v: ir.Value) -> bool:
+        return len(v.shape) == rank and v.shape[0] == rows
+
+    read: dict[int, ir.Value] = {}
+    for k in kernels:
+        for st in k.stores:
+            todo, seen = [st.value], set()
+            while todo:
+                w = todo.pop()
+                if w.id in seen:
+                    continue
+                seen.add(w.id)
+                if not is_row(w) and not _whole(w, s, stored, is_row):
+                    return None
+                for a in w.args:
+                    if a.op in ir.VIEWS or (a.op == "full" and is_row(a)):
+                        return None
+                    if s.storage[a.id] == "lazy":
+                        todo.append(a)
+                    elif is_row(a) and a.id not in stored:
+                        read[a.id] = a
+                    elif not is_row(a) and a.id in stored:
+                        return None
+    return list(read.values())
+
+
+def _whole(v: ir.Value, s: Schedule, stored: set[int], is_row) -> bool:
+    """v is the same in every block: neither it nor any lazy value or operand it is
+    computed from has the rows."""
+    todo = [v]
+    while todo:
+        u = todo.pop()
+        if is_row(u) or u.id in stored or u.op in ir.VIEWS:
+            return False
+        if s.storage[u.id] == "lazy":
+            todo.extend(u.args)
+    return True
+
+
+def _run(s: Schedule, first: int, last: int, rows, reads: list[ir.Value]) -> Run:
+    kernels = s.kernels[first:last + 1]
+    widest = max((st.value for k in kernels for st in k.stores),
+                 key=lambda v: _row_elems(v.shape))
+    mine = {st.value.id for k in kernels for st in k.stores}
+    shared: list[Buffer] = []
+    for k in kernels:
+        for st in k.stores:
+            b = st.buffer
+            if b.kind == "tmp" and b not in shared and any(
+                    u.id not in mine and not _fused_into(s, u, mine)
+                    for u in s.users[st.value.id]):
+                shared.append(b)
+    return Run(first, last, rows, widest, reads, shared)
+
+
+def _fused_into(s: Schedule, u: ir.Value, mine: set[int]) -> bool:
+    """Whether lazy value u is computed inside a kernel of the run (one of its users,
+    through lazies, is stored by the run)."""
+    todo, seen = [u], set()
+    while todo:
+        w = todo.pop()
+        if w.id in seen:
+            continue
+        seen.add(w.id)
+        if w.id in mine:
+            return True
+        if s.storage[w.id] == "lazy":
+            todo.extend(s.users[w.id])
+    return False
+
+
+def _row_elems(shape) -> int:
+    n = 1
+    for d in shape[1:]:
+        n *= d if isinstance(d, int) else 1 << 10  # a dynamic extent: assume a long row
+    return n
+
+
+def _axes(axes) -> tuple:
+    return tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)

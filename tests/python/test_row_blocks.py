@@ -1,0 +1,155 @@
+"""Runs of kernels over the same rows evaluated block of rows by block of rows (Note [row
+blocks] in kernels/prelude.hpp; bridge/dynexpr/row_blocks.py decides which runs qualify).
+
+Every result is compared with plain NumPy (values, dtype, shape). The shapes are large
+enough that row_blocks really splits the rows (more than 4 blocks of 256 KB), and each
+test also says whether the unit's source uses row blocks, so a test of the blocked path
+cannot silently pass through the kernel-by-kernel one (or the other way round).
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dynexpr._native", reason="the native extension is not built")
+
+import dynexpr
+
+from compare import assert_matches_plain
+
+RNG = np.random.default_rng(7)
+
+
+def _unit_source(f) -> str:
+    path = f.entries[-1].compiled.path
+    with open(os.path.join(os.path.dirname(path), "unit.cpp")) as fh:
+        return fh.read()
+
+
+def _check(fn, *args, blocked: bool) -> str:
+    f = dynexpr.capture(fn)
+    assert_matches_plain(fn, args, f)
+    source = _unit_source(f)
+    assert ("dxk::row_blocks(" in source) == blocked
+    assert_matches_plain(fn, args, f)  # the compiled path again (cache hit)
+    return source
+
+
+def softmax_rows(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+def layernorm_affine(x, gamma, beta):
+    mu = x.mean(axis=-1, keepdims=True)
+    d = x - mu
+    var = (d * d).mean(axis=-1, keepdims=True)
+    return d / np.sqrt(var + 1e-5) * gamma + beta
+
+
+def logsumexp_rows(x):
+    m = np.max(x, axis=1, keepdims=True)
+    return (np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)) + m)[:, 0]
+
+
+def rms_norm(x, w):
+    return x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + 1e-6) * w
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_rows(dtype):
+    _check(softmax_rows, RNG.standard_normal((3000, 256)).astype(dtype), blocked=True)
+
+
+def test_layernorm_with_gain_and_bias_read_whole_in_every_block():
+    x = RNG.standard_normal((2500, 384)).astype(np.float32)
+    gamma = RNG.uniform(0.5, 1.5, 384).astype(np.float32)
+    beta = RNG.standard_normal((1, 384)).astype(np.float32)
+    _check(layernorm_affine, x, gamma, beta, blocked=True)
+
+
+def test_logsumexp_rows_keeps_its_reduction_for_the_view_after_the_run():
+    """The [R, 1] result is read by a view after the run: it is allocated whole before
+    the blocks and written block by block."""
+    _check(logsumexp_rows, RNG.standard_normal((4000, 200)), blocked=True)
+
+
+def test_rms_norm_with_ragged_last_block():
+    """4099 rows: the last block is shorter than the others."""
+    x = RNG.standard_normal((4099, 300)).astype(np.float32)
+    _check(rms_norm, x, RNG.uniform(0.5, 2, 300).astype(np.float32), blocked=True)
+
+
+def test_three_d_rows_reducing_the_last_two_axes():
+    def standardise(x):
+        m = x.mean(axis=(1, 2), keepdims=True)
+        s = x.std(axis=(1, 2), keepdims=True)
+        return (x - m) / s
+
+    _check(standardise, RNG.standard_normal((600, 32, 24)), blocked=True)
+
+
+def test_several_outputs_and_an_intermediate_returned():
+    def stats(x):
+        m = x.max(axis=1, keepdims=True)
+        e = np.exp(x - m)
+        s = e.sum(axis=1, keepdims=True)
+        return e / s, s, m
+
+    _check(stats, RNG.standard_normal((3000, 256)).astype(np.float32), blocked=True)
+
+
+def test_column_reductions_mix_rows_and_are_not_blocked():
+    def centre_columns(x):
+        return x - x.mean(axis=0, keepdims=True)
+
+    _check(centre_columns, RNG.standard_normal((3000, 256)), blocked=False)
+
+
+def test_a_row_reduction_broadcast_along_columns_is_not_blocked():
+    """x / x.sum(axis=1) on a square array: NumPy broadcasts the [R] sums along the
+    columns, so row k of the result needs every row's sum; rows mix."""
+    def by_column_sums(x):
+        return x / x.sum(axis=1)
+
+    x = RNG.uniform(0.5, 1.5, (1024, 1024))
+    _check(by_column_sums, x, blocked=False)
+
+
+def test_kernels_that_read_a_view_stay_outside_the_run():
+    """y = x.T: rows of y are columns of x, so the kernels reading the view run kernel by
+    kernel; the two after them, which read only materialised rows, form a run."""
+    def softmax_t(x):
+        y = x.T
+        e = np.exp(y - y.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    source = _check(softmax_t, RNG.standard_normal((256, 3000)), blocked=True)
+    assert "// kernels 2-3: row blocks" in source
+    assert source.index("permute") < source.index("dxk::row_blocks(")
+
+
+def test_small_arrays_run_once_over_all_rows_with_the_same_result():
+    """The unit has row blocks, but data that fit in cache run fn(0, rows) once."""
+    _check(softmax_rows, RNG.standard_normal((8, 16)).astype(np.float32), blocked=True)
+
+
+def test_dynamic_rows():
+    f = dynexpr.capture(softmax_rows, dynamic=True)
+    for n in (2000, 3001, 7):
+        x = RNG.standard_normal((n, 256)).astype(np.float32)
+        assert_matches_plain(softmax_rows, (x,), f)
+    assert "dxk::row_blocks(" in _unit_source(f)
+
+
+def test_errors_in_a_block_reach_python_as_numpy_warnings_or_values():
+    """A row of -inf gives NaN in NumPy (inf - inf) with an 'invalid' warning; the blocked
+    run gives the same values, rows on either side untouched."""
+    x = RNG.standard_normal((3000, 256)).astype(np.float32)
+    x[1234] = -np.inf
+    f = dynexpr.capture(softmax_rows)
+    with np.errstate(invalid="ignore"):
+        assert_matches_plain(softmax_rows, (x,), f)
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        f(x)
