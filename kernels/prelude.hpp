@@ -321,7 +321,10 @@ View<const std::remove_const_t<T>> reshape(const View<T>& v, const Shape& shape,
 // kernel, and 1M elements (in L3 either way) the same; 64 KB blocks lost up to 1.4x at
 // 1M to the per-block cost of starting each kernel. Rows longer than a block, or data that fit in cache anyway,
 // run the kernels once over all rows (fn(0, rows)), each kernel threaded as before.
+// bridge/dynexpr/row_blocks.py repeats both numbers (BLOCK_BYTES, MIN_BYTES) to leave
+// out runs that static extents show would not be split; test_row_blocks.py checks it.
 inline constexpr index_t row_block_bytes = 256 * 1024;
+inline constexpr index_t row_blocks_min_bytes = 4 * row_block_bytes;
 
 /// Rows [r0, r1) of v (its leading axis).
 template <class T>
@@ -342,7 +345,7 @@ void row_blocks(const Shape& shape, index_t bytes, int kernels, F&& fn) {
   const index_t n_rows = shape.empty() ? 0 : shape[0];
   if (n_rows == 0) return fn(index_t{0}, n_rows);
   const index_t row_bytes = shape_size(shape) / n_rows * bytes;
-  if (row_bytes == 0 || row_bytes > row_block_bytes || n_rows * row_bytes < 4 * row_block_bytes)
+  if (row_bytes == 0 || row_bytes > row_block_bytes || n_rows * row_bytes < row_blocks_min_bytes)
     return fn(index_t{0}, n_rows);
   // Blocks of at most row_block_bytes, and at least 4 per thread so that every thread
   // gets work on a many-core machine.

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import ir
 from .schedule import Buffer, Kernel, Schedule
 
@@ -26,7 +28,7 @@ class Run:
     first: int  # index of its first kernel in Schedule.kernels
     last: int  # ... and of its last
     rows: object  # R: an int, or a dynamic size's name
-    widest: ir.Value  # its stored value with the most elements per row (sets the block)
+    widest: ir.Value  # the row value it reads or writes with the most elements per row
     reads: list[ir.Value]  # inputs and earlier buffers it reads as row views
     # tmp buffers (by index) the run writes that kernels after it read: allocated whole
     # before the run, written row block by row block
@@ -47,8 +49,9 @@ def runs(s: Schedule) -> list[Run]:
                    and len(s.kernels[end + 1].stores[0].value.shape) == rank):
                 end += 1
         reads = _row_reads(s, s.kernels[k:end + 1], rows) if end > k else None
-        if reads is not None:
-            found.append(_run(s, k, end, rows, reads))
+        run = None if reads is None else _run(s, k, end, rows, reads)
+        if run is not None and _may_block(run.widest):
+            found.append(run)
             k = end + 1
         else:
             k += 1
@@ -126,8 +129,11 @@ def _whole(v: ir.Value, s: Schedule, stored: set[int], is_row) -> bool:
 
 def _run(s: Schedule, first: int, last: int, rows, reads: list[ir.Value]) -> Run:
     kernels = s.kernels[first:last + 1]
-    widest = max((st.value for k in kernels for st in k.stores),
-                 key=lambda v: _row_elems(v.shape))
+    # What a block holds is set by the widest row value the run reads or writes: a
+    # reduction's input (softmax's exp(x - m)) is wider than its keepdims result.
+    seen = [st.value for k in kernels for st in k.stores]
+    seen += [st.value.args[0] for k in kernels for st in k.stores if st.value.op in ir.REDUCTIONS]
+    widest = max(seen + list(reads), key=lambda v: _row_elems(v.shape))
     mine = {st.value.id for k in kernels for st in k.stores}
     shared: list[Buffer] = []
     for k in kernels:
@@ -154,6 +160,22 @@ def _fused_into(s: Schedule, u: ir.Value, mine: set[int]) -> bool:
         if s.storage[w.id] == "lazy":
             todo.extend(s.users[w.id])
     return False
+
+
+# kernels/prelude.hpp's row_block_bytes, and the least data row_blocks splits (4 blocks).
+BLOCK_BYTES = 256 * 1024
+MIN_BYTES = 4 * BLOCK_BYTES
+
+
+def _may_block(widest: ir.Value) -> bool:
+    """False when static extents show that row_blocks would run fn(0, rows) once (data
+    that fit in cache, or rows longer than a block): the run then costs compile time and
+    buys nothing. Dynamic extents are decided at run time."""
+    if any(not isinstance(d, int) for d in widest.shape):
+        return True
+    itemsize = np.dtype(widest.dtype).itemsize
+    row_bytes = _row_elems(widest.shape) * itemsize
+    return 0 < row_bytes <= BLOCK_BYTES and widest.shape[0] * row_bytes >= MIN_BYTES
 
 
 def _row_elems(shape) -> int:

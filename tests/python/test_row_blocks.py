@@ -8,6 +8,7 @@ cannot silently pass through the kernel-by-kernel one (or the other way round).
 """
 
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import dynexpr
 from compare import assert_matches_plain
 
 RNG = np.random.default_rng(7)
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _unit_source(f) -> str:
@@ -130,9 +132,16 @@ def test_kernels_that_read_a_view_stay_outside_the_run():
     assert source.index("permute") < source.index("dxk::row_blocks(")
 
 
-def test_small_arrays_run_once_over_all_rows_with_the_same_result():
-    """The unit has row blocks, but data that fit in cache run fn(0, rows) once."""
-    _check(softmax_rows, RNG.standard_normal((8, 16)).astype(np.float32), blocked=True)
+def test_small_static_arrays_keep_kernel_by_kernel():
+    """Static extents that fit in cache: no run is emitted (it would only cost compile
+    time); row_blocks.py's thresholds are prelude.hpp's."""
+    from dynexpr import row_blocks
+
+    _check(softmax_rows, RNG.standard_normal((8, 16)).astype(np.float32), blocked=False)
+    text = (ROOT / "kernels" / "prelude.hpp").read_text()
+    assert f"row_block_bytes = {row_blocks.BLOCK_BYTES // 1024} * 1024;" in text
+    assert "row_blocks_min_bytes = 4 * row_block_bytes;" in text
+    assert row_blocks.MIN_BYTES == 4 * row_blocks.BLOCK_BYTES
 
 
 def test_dynamic_rows():
