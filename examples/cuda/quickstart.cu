@@ -1,8 +1,8 @@
 // quickstart.cu — the same expressions as examples/cpp/quickstart.cpp, on a GPU: device
 // arrays, one fused kernel per assignment. Built by Meson when nvcc is found (PATH, or
 // CUDACXX=/usr/local/cuda/bin/nvcc): build/examples/cuda/quickstart_cuda. By hand:
-//   nvcc -std=c++20 --expt-relaxed-constexpr -arch=native -I include \
-//        examples/cuda/quickstart.cu -o quickstart_cuda
+//   nvcc -std=c++20 --expt-relaxed-constexpr -arch=native -I include
+//        examples/cuda/quickstart.cu -o quickstart_cuda   (one line)
 #include <dynexpr/cuda/cuda.hpp>
 
 #include <cstdio>

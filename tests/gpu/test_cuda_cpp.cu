@@ -4,8 +4,8 @@
 // indexing, broadcasting, strides, overlap and op bodies are tested without a GPU), and
 // on the device (skipped, saying so, where no CUDA device is found). Built by Meson when
 // nvcc is found; tests/gpu/run.sh builds and runs it on a GPU machine. By hand:
-//   nvcc -std=c++20 --expt-relaxed-constexpr -arch=native -I include \
-//        tests/gpu/test_cuda_cpp.cu -o test_cuda_cpp && ./test_cuda_cpp
+//   nvcc -std=c++20 --expt-relaxed-constexpr -arch=native -I include
+//        tests/gpu/test_cuda_cpp.cu -o test_cuda_cpp && ./test_cuda_cpp   (one line)
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <dynexpr/core/config.hpp>
 // the CPU evaluation, the reference (not dynexpr.hpp: Eigen's headers warn under nvcc)

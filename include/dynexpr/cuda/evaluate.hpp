@@ -28,6 +28,14 @@
 #include "dynexpr/expr/nodes.hpp"
 #include "dynexpr/ops/operators.hpp"
 
+// The loops over max_rank dimensions unrolled on the device (the multi-index then lives in
+// registers); the host pass of nvcc's g++ does not know the pragma and would warn.
+#if defined(__CUDA_ARCH__)
+#define DYNEXPR_CUDA_UNROLL _Pragma("unroll")
+#else
+#define DYNEXPR_CUDA_UNROLL
+#endif
+
 namespace dynexpr::cuda {
 
 namespace detail {
@@ -50,7 +58,7 @@ struct d_leaf {
   template <class I>
   __host__ __device__ T at(const I* k, int nd) const {
     index_t off = 0;
-#pragma unroll
+DYNEXPR_CUDA_UNROLL
     for (int d = 0; d < max_rank; ++d)
       if (d < nd) off += static_cast<index_t>(k[d]) * st[d];
     return static_cast<T>(p[off]);
@@ -246,7 +254,7 @@ __host__ __device__ inline void strided_element(storage_t<T>* out, const strided
   I k[max_rank] = {};
   I rest = i;
   index_t off = 0;
-#pragma unroll
+DYNEXPR_CUDA_UNROLL
   for (int d = max_rank - 1; d >= 0; --d) {
     if (d < o.nd) {
       const I e = static_cast<I>(o.extent[d]);
