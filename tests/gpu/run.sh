@@ -6,4 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
 export DYNEXPR_CACHE_DIR=${DYNEXPR_CACHE_DIR:-$PWD/build-gpu-cache}
+# The C++ CUDA API (include/dynexpr/cuda/): its doctest suite, emulated and device cases,
+# built for the device's own architecture, and the example.
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+mkdir -p build-gpu
+NVFLAGS=(-std=c++20 --expt-relaxed-constexpr -arch=native -I include)
+timeout 300 "$NVCC" "${NVFLAGS[@]}" tests/gpu/test_cuda_cpp.cu -o build-gpu/test_cuda_cpp
+timeout 120 build-gpu/test_cuda_cpp
+timeout 300 "$NVCC" "${NVFLAGS[@]}" examples/cuda/quickstart.cu -o build-gpu/quickstart_cuda
+timeout 60 build-gpu/quickstart_cuda
 timeout 480 "$PY" -m pytest tests/gpu -q -rs -p no:cacheprovider "$@"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from .. import manifest
+from ..toolchain import source_dirs
 
 # The CUDA math functions the bodies call, as (name, arity). float and double overloads.
 _MATH = (("sqrt", 1), ("exp", 1), ("expm1", 1), ("exp2", 1), ("log", 1), ("log1p", 1),
@@ -57,6 +58,11 @@ __device__ int dxcu_error;  // Note [one prelude for NVRTC and the host emulatio
 #include <math.h>
 #include "dxcu_emulate.h"
 #endif
+
+// What the header text of scalar_support.hpp expects (Note [scalar support as device
+// text]; Note [floating-point flags on a device]: the emulation stands for the device).
+#define DYNEXPR_HOST_DEVICE DXCU_HD
+#define DYNEXPR_FP_FLAGS 0
 
 typedef signed char dxcu_i8;
 namespace dxcu {
@@ -121,31 +127,15 @@ namespace ops {
 template <class T> constexpr bool is_float_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
 template <class T> constexpr bool is_bool_v = std::is_same_v<T, bool>;
 template <class T> constexpr bool is_int_v = std::is_integral_v<T> && !is_bool_v<T>;
+"""
+
+# The scalar helpers of the manifest's bodies come from the header here, between these
+# two parts (Note [scalar support as device text] in include/dynexpr/ops/scalar_support.hpp).
+_DETAIL = r"""
 namespace detail {
-template <class T, class F>
-DXCU_HD inline T wrapping(F f, T a, T b) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
-  } else {
-    return static_cast<T>(f(a, b));
-  }
-}
-template <class T> DXCU_HD inline T divide_by_zero() { return T(0); }
-template <class T> DXCU_HD inline T overflowed(T wrapped) { return wrapped; }
 template <class T> DXCU_HD inline T raise_error(int code) {
   dxcu_error = code;  // a benign race: every writer writes a nonzero code
   return T(0);
-}
-template <class T> DXCU_HD inline T scalar_min(T a, T b) {
-  if constexpr (is_float_v<T>)
-    if (a != a || b != b) return a != a ? a : b;
-  return a < b ? a : b;
-}
-template <class T> DXCU_HD inline T scalar_max(T a, T b) {
-  if constexpr (is_float_v<T>)
-    if (a != a || b != b) return a != a ? a : b;
-  return a > b ? a : b;
 }
 // argmin/argmax: whether (vb, ib) replaces (va, ia); index -1 is "nothing yet". NumPy
 // gives the first NaN, else the first extreme: ties go to the smaller index.
@@ -177,6 +167,30 @@ ERRORS = {1: "Integers to negative integer powers are not allowed."}
 _THROW = re.compile(r'throw\s+value_error\((?:\s*"[^"]*")+\s*\);')
 
 
+_BEGIN, _END = "// BEGIN DEVICE TEXT", "// END DEVICE TEXT"
+_scalar_support: dict[tuple[str, int], str] = {}
+
+
+def scalar_support_text() -> str:
+    """The device text of include/dynexpr/ops/scalar_support.hpp (the copy the package was
+    installed with, or DYNEXPR_SOURCE_ROOT's), read once per file version."""
+    path = source_dirs()[0] / "dynexpr" / "ops" / "scalar_support.hpp"
+    try:
+        key = (str(path), path.stat().st_mtime_ns)
+    except OSError as e:
+        raise RuntimeError(f"dynexpr: the CUDA prelude needs {path} ({e}); reinstall dynexpr "
+                           "(pip install .), whose package carries its headers") from e
+    text = _scalar_support.get(key)
+    if text is None:
+        src = path.read_text()
+        if _BEGIN not in src or _END not in src:
+            raise RuntimeError(f"dynexpr: {path} lacks its '{_BEGIN}' / '{_END}' markers "
+                               "(Note [scalar support as device text])")
+        begin = src.index("\n", src.index(_BEGIN)) + 1
+        text = _scalar_support[key] = src[begin:src.index(_END)]
+    return text
+
+
 def _math() -> str:
     lines = []
     for name, n in _MATH:
@@ -199,4 +213,4 @@ def op_struct(o: dict) -> str:
 
 def prelude() -> str:
     ops = [op_struct(o) for o in manifest.OPS.values() if o["scalar"] and not o["raw"]]
-    return "\n".join([_HEAD, _math(), _TAIL, *ops, _CAST])
+    return "\n".join([_HEAD, _math(), _TAIL, scalar_support_text(), _DETAIL, *ops, _CAST])

@@ -1,6 +1,7 @@
-// dynexpr/ops/op_support.hpp — what the op bodies of ops/manifest.py share: integer
-// wrap-around and NumPy's integer division corner cases, NaN-aware min/max, running a
-// scalar body lane by lane, and the range guards of the SIMD math bodies. The ops
+// dynexpr/ops/op_support.hpp — what the SIMD bodies of ops/manifest.py share: running a
+// scalar body lane by lane, NaN-aware SIMD min/max, and the range guards of the SIMD math
+// bodies. The scalar helpers (wrap-around, integer division corner cases, scalar min/max)
+// are in ops/scalar_support.hpp, Highway-free, shared with CUDA device code. The ops
 // themselves are generated into ops/op_table.hpp (do not add an op here).
 //
 // Note [guarded math]
@@ -26,6 +27,7 @@
 #include <hwy/contrib/math/math-inl.h>
 
 #include "dynexpr/ops/rules.hpp"
+#include "dynexpr/ops/scalar_support.hpp"
 #include "dynexpr/simd/convert.hpp"
 #include "dynexpr/simd/math.hpp"
 
@@ -39,30 +41,6 @@ namespace dynexpr::ops {
 namespace hn = hwy::HWY_NAMESPACE;
 
 namespace detail {
-/// Integer arithmetic that wraps modulo 2^bits as NumPy's does (signed overflow is
-/// undefined behaviour in C++, so go through the unsigned type).
-template <class T, class F>
-DYNEXPR_HOST_DEVICE constexpr T wrapping(F f, T a, T b) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
-  } else {
-    return static_cast<T>(f(a, b));
-  }
-}
-/// An integer division by zero: 0, as NumPy gives, with NumPy's "divide by zero"
-/// floating-point flag (its integer loops set it; Note [floating-point errors]).
-template <class T>
-DYNEXPR_HOST_DEVICE T divide_by_zero() {
-  std::feraiseexcept(FE_DIVBYZERO);
-  return T(0);
-}
-/// MIN // -1 wraps to MIN, with NumPy's "overflow" flag.
-template <class T>
-DYNEXPR_HOST_DEVICE T overflowed(T wrapped) {
-  std::feraiseexcept(FE_OVERFLOW);
-  return wrapped;
-}
 /// Calls Op's scalar body lane by lane on vectors of tag d.
 template <class Op, class D, class... V>
 DYNEXPR_INLINE hn::Vec<D> by_lane(D d, V... v) {
@@ -92,19 +70,6 @@ DYNEXPR_INLINE V nan_max(D, V a, V b) {
   else
     return hn::Max(a, b);
 }
-template <class T>
-DYNEXPR_HOST_DEVICE constexpr T scalar_min(T a, T b) {
-  if constexpr (is_float_v<T>)
-    if (a != a || b != b) return a != a ? a : b;
-  return a < b ? a : b;  // ties (-0 vs +0) give the second operand, as NumPy and x86 do
-}
-template <class T>
-DYNEXPR_HOST_DEVICE constexpr T scalar_max(T a, T b) {
-  if constexpr (is_float_v<T>)
-    if (a != a || b != b) return a != a ? a : b;
-  return a > b ? a : b;  // ties give the second operand
-}
-
 template <class D, class V, class Fast, class Exact>
 DYNEXPR_INLINE V guarded(D d, V x, hn::Mask<D> ok, Fast fast, Exact exact) {
   if (HWY_LIKELY(hn::AllTrue(d, ok))) return fast(x);

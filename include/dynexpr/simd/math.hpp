@@ -386,6 +386,8 @@ HWY_INLINE V InDouble(D d, V a, V b, F f) {
     const hn::Rebind<double, D> dd;
     return hn::DemoteTo(d, f(dd, hn::PromoteTo(dd, a), hn::PromoteTo(dd, b)));
   } else {
+#if HWY_TARGET != HWY_SCALAR  // one lane there: the branch above always holds, and
+                              // HWY_SCALAR has no UpperHalf/Combine (nvcc's default target)
     const hn::Half<D> dh;
     const hn::Rebind<double, decltype(dh)> dd;
     const auto lo =
@@ -393,6 +395,7 @@ HWY_INLINE V InDouble(D d, V a, V b, F f) {
     const auto hi =
         f(dd, hn::PromoteTo(dd, hn::UpperHalf(dh, a)), hn::PromoteTo(dd, hn::UpperHalf(dh, b)));
     return hn::Combine(d, hn::DemoteTo(dh, hi), hn::DemoteTo(dh, lo));
+#endif
   }
 }
 
