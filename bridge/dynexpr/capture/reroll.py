@@ -26,8 +26,9 @@ The stop of a range built from an argument or a global (`range(T)`, `range(1, n)
 translates again (the translation read T's value: a VALUE guard) but compiles nothing.
 An index item that steps by a constant per iteration (`a[i]`, `a[i-1]`, `a[:, i]`,
 `a[i:i+3]`: the same extent every time) becomes a dynamic offset read from i (Note
-[dynamic offsets], ir.py); a slice whose extent changes with i (`a[i:]`, `L[i, :i+1]`)
-is a different computation each iteration and stays unrolled.
+[dynamic offsets], ir.py); a slice whose extent steps by a constant too (`a[i:]`,
+`L[i, :i+1]`, `A[i+1:, i]`) gets a dynamic length, and the values computed from it an
+extent that the body computes from i (Note [dynamic extents], ir.py).
 A long loop's translation stops after a few iterations (truncate.py, Note [stopping the
 unrolling early]) and its stop's VALUE guard is then relaxed (relax.py).
 Left for later: constants affine in i (`x * i`, which keeps the loop unrolled).
@@ -97,13 +98,37 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
 
 
 def _same_node(a: ir.Value, b: ir.Value) -> bool:
-    """Whether b is a's computation, up to the offsets of an index (_dynamic_index)."""
+    """Whether b is a's computation, up to the offsets of an index (_dynamic_index) and
+    extents that move with i (_extents)."""
     def key(v: ir.Value) -> tuple:
         attrs = v.attrs
         if v.op in ("getitem", "setitem"):
             attrs = tuple((k, len(x)) if k == "index" else (k, x) for k, x in attrs)
-        return v.op, v.dtype, tuple(v.shape), attrs, len(v.args)
+        elif v.op in _SHAPED:
+            attrs = tuple((k, len(x)) if k == "shape" else (k, x) for k, x in attrs)
+        return v.op, v.dtype, len(v.shape), attrs, len(v.args)
     return key(a) == key(b)
+
+
+_SHAPED = ("reshape", "broadcast_to", "full")  # ops whose attr `shape` is their own shape
+
+
+def _extents(vs: list[ir.Value], rng: range) -> tuple | None:
+    """The shape of one body position over iterations 1..T-1 (`vs`): an extent that
+    steps by a constant per iteration is affine_extent(mul, add) (Note [dynamic
+    extents], ir.py); None when one changes in any other way."""
+    out = []
+    for dims in zip(*(v.shape for v in vs)):
+        if all(d == dims[0] for d in dims):
+            out.append(dims[0])
+            continue
+        aff = _affine(list(dims), rng)
+        if aff is None or any(isinstance(d, str) for d in dims):
+            return None
+        out.append(ir.affine_extent(*aff))
+    if vs[0].op in _SHAPED and any(tuple(v.attr("shape")) != tuple(v.shape) for v in vs):
+        return None
+    return tuple(out)
 
 
 def _affine(cs: list[int], rng: range) -> tuple[int, int] | None:
@@ -124,6 +149,10 @@ def _dynamic_index(vs: list[ir.Value], rng: range) -> tuple | None:
     idx = [v.attr("index") for v in vs]
     k = len(vs[0].args)
     out = []
+    dims, d = [], 0  # the base's dimension that each index item reads
+    for e in idx[0]:
+        dims.append(d)
+        d += e[0] != "newaxis"
     for m, first in enumerate(idx[0]):
         items = [x[m] for x in idx]
         if all(it == first for it in items):
@@ -141,6 +170,15 @@ def _dynamic_index(vs: list[ir.Value], rng: range) -> tuple | None:
             if aff is None:
                 return None
             out.append(("dslice", k, *aff, len(range(first[1], first[2], first[3])), first[3]))
+        elif first[0] == "slice" and first[3] > 0 and all(
+                it[0] == "slice" and it[3] == first[3] for it in items):
+            # An extent that moves with i (Note [dynamic extents], ir.py): `a[i:]`, `L[i, :i]`.
+            spans = [range(v.args[0].shape[dims[m]])[slice(*it[1:])] for v, it in zip(vs, items)]
+            aff = _affine([r.start for r in spans], rng)
+            lengths = _affine([len(r) for r in spans], rng)
+            if aff is None or lengths is None:
+                return None
+            out.append(("dslice", k, *aff, lengths, first[3]))
         else:
             return None
     return tuple(out)
@@ -193,6 +231,13 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
     kinds = _classify(segs)
     if kinds is None:
         return None
+    shapes: dict[int, tuple] = {}  # position -> its shape with extents that move with i
+    for q, v in enumerate(A):
+        if any(tuple(s[q].shape) != tuple(v.shape) for s in segs[2:]):
+            shape = _extents([s[q] for s in segs[1:]], rng)
+            if shape is None:
+                return None
+            shapes[q] = shape
     dyn: dict[int, tuple] = {}  # position -> its index with dynamic offsets
     for q, v in enumerate(A):
         if v.op in ("getitem", "setitem") and any(s[q].attrs != v.attrs for s in segs[2:]):
@@ -214,7 +259,8 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
             key = (d, p, tuple(id(x) for x in inits))
             if key in chains:
                 continue
-            if any((x.dtype, tuple(x.shape)) != (A[p].dtype, tuple(A[p].shape)) for x in inits):
+            if p in shapes or any((x.dtype, tuple(x.shape)) != (A[p].dtype, tuple(A[p].shape))
+                                  for x in inits):
                 return None
             ks = []
             for m in range(1, d + 1):
@@ -257,11 +303,13 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
                 args.append(entries[chains[(d, p, tuple(id(x) for x in inits))][d - 1]])
             else:
                 args.append(inv_in[inv_of[id(kind[1])]])
-        attrs = v.attrs
+        attrs, shape = v.attrs, shapes.get(q, tuple(v.shape))
         if q in dyn:  # the loop variable is its offset's arg (body input[0])
             args.append(body.values[0])
             attrs = tuple((k, dyn[q] if k == "index" else x) for k, x in attrs)
-        copies.append(body.add(ir.Value(v.op, tuple(args), v.dtype, tuple(v.shape), attrs)))
+        if q in shapes and v.op in _SHAPED:
+            attrs = tuple((k, shape if k == "shape" else x) for k, x in attrs)
+        copies.append(body.add(ir.Value(v.op, tuple(args), v.dtype, shape, attrs)))
     body.outputs = [copies[e[1]] if e[0] == "at" else entries[e[1]] for _, e in slots]
 
     # The outer graph: values that do not depend on the loop, the loop, then the rest.

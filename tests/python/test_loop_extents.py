@@ -1,0 +1,121 @@
+"""Loops whose slices change extent with the loop variable (Note [dynamic extents],
+ir.py): `L[i, :i] @ x[:i]`, `U[i, i+1:]`, `A[j+1:, j]` keep the loop rolled (reroll.py),
+the body computing each extent from i. Scientist-style code, every result equal to plain
+NumPy's (values, dtype, shape, the caller's arrays after the call) on both backends,
+including the iterations where a slice is empty (a dot or sum over 0 elements is 0)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dynexpr
+from compare import assert_matches_plain
+from dynexpr import runtime
+from dynexpr.capture.translate import translate
+
+
+def forward_solve(L, b):
+    # Lower-triangular solve by rows: row i uses the i unknowns already found.
+    n = L.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return x
+
+
+def backward_solve(U, b):
+    # Upper-triangular solve from the last row up, np.dot over the tail.
+    n = U.shape[0]
+    x = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        x[i] = (b[i] - np.dot(U[i, i + 1:], x[i + 1:])) / U[i, i]
+    return x
+
+
+def cholesky_by_columns(A):
+    # Column j of L from the columns before it: a row of length j, a block (n-j-1) x j.
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for j in range(n):
+        L[j, j] = np.sqrt(A[j, j] - np.sum(L[j, :j] ** 2))
+        L[j + 1:, j] = (A[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L
+
+
+def prefix_means(x, out):
+    # out[i] = mean of the first i+1 elements, and the tail's sum beside it.
+    n = x.shape[0]
+    for i in range(n):
+        out[i, 0] = x[:i + 1].mean()
+        out[i, 1] = x[i + 1:].sum()
+    return out
+
+
+def upper_fill(A):
+    # Row i from column i on: a shrinking row written through a slice.
+    n = A.shape[0]
+    U = np.zeros_like(A)
+    for i in range(n):
+        U[i, i:] = A[i, i:] * 2.0 + 1.0
+    return U
+
+
+def _lower(r, n):
+    return np.tril(r.random((n, n))) + n * np.eye(n), r.random(n)
+
+
+def _spd(r, n):
+    a = r.random((n, n))
+    return (a @ a.T + n * np.eye(n),)
+
+
+CASES = [
+    (forward_solve, lambda r, n: _lower(r, n)),
+    (backward_solve, lambda r, n: (_lower(r, n)[0].T.copy(), r.random(n))),
+    (cholesky_by_columns, _spd),
+    (prefix_means, lambda r, n: (r.random(n), np.zeros((n, 2)))),
+    (upper_fill, lambda r, n: (r.random((n, n)).astype(np.float32),)),
+]
+IDS = [c[0].__name__ for c in CASES]
+
+
+def _check(fn, args, backend):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert_matches_plain(fn, args, dynexpr.capture(fn, backend=backend))
+    assert not [w for w in caught if "dynexpr" in str(w.message)], [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+@pytest.mark.parametrize("fn,make", CASES, ids=IDS)
+def test_extent_loop_matches_numpy(fn, make, backend):
+    # 6 rows: translated whole; 20: the translation stops early (truncate.py) and the
+    # rolled loop runs the rest.
+    for n in (6, 20):
+        _check(fn, make(np.random.default_rng(n), n), backend)
+
+
+@pytest.mark.parametrize("fn,make", CASES, ids=IDS)
+def test_extent_loop_is_rolled(fn, make):
+    g = translate(fn, list(make(np.random.default_rng(0), 12))).graph
+    loops = [v for v in g.values if v.op == "loop"]
+    assert loops, g.canonical()
+    body = loops[-1].attr("body").graph
+    assert any(isinstance(d, str) for v in body.values for d in v.shape), body.canonical()
+
+
+@pytest.mark.parametrize("fn,make", CASES, ids=IDS)
+def test_extent_unit_does_not_grow_with_rows(fn, make):
+    """12 and 48 rows: one body whose unit differs only in sizes."""
+    sizes = [len(runtime.plan(translate(fn, list(make(np.random.default_rng(n), n))).graph)
+                 .source) for n in (12, 48)]
+    assert abs(sizes[0] - sizes[1]) < 64, sizes
+
+
+def test_new_size_reuses_the_rolled_entry():
+    """A new n of a triangular solve: the relaxed trip count guard does not hold for a
+    new matrix size (its shape is guarded), so it translates again, and is right."""
+    f = dynexpr.capture(forward_solve, backend="cpu")
+    for n in (10, 30, 10):
+        assert_matches_plain(forward_solve, _lower(np.random.default_rng(n), n), f)
