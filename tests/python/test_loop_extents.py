@@ -61,6 +61,29 @@ def upper_fill(A):
     return U
 
 
+def red_black_rows(u, omega, sweeps):
+    # SOR on a grid, red then black points of each row: which columns a row updates
+    # alternates with the row's parity (Note [period-2 bodies], reroll.py).
+    for _ in range(sweeps):
+        for color in (0, 1):
+            for i in range(1, u.shape[0] - 1):
+                j0 = 1 + (i + color) % 2
+                gs = 0.25 * (u[i - 1, j0:-1:2] + u[i + 1, j0:-1:2]
+                             + u[i, j0 - 1:-2:2] + u[i, j0 + 1::2])
+                u[i, j0:-1:2] = (1 - omega) * u[i, j0:-1:2] + omega * gs
+    return u
+
+
+def alternating_update(x, y):
+    # Even steps add, odd steps subtract: a body that alternates, written with an if.
+    for i in range(1, x.shape[0]):
+        if i % 2 == 0:
+            x[i] = x[i - 1] + y[i]
+        else:
+            x[i] = x[i - 1] - 0.5 * y[i]
+    return x
+
+
 def _lower(r, n):
     return np.tril(r.random((n, n))) + n * np.eye(n), r.random(n)
 
@@ -77,6 +100,11 @@ CASES = [
     (prefix_means, lambda r, n: (r.random(n), np.zeros((n, 2)))),
     (upper_fill, lambda r, n: (r.random((n, n)).astype(np.float32),)),
 ]
+PAIRED = [
+    (red_black_rows, lambda r, n: (r.random((n, n + 3)), 1.5, 2)),
+    (alternating_update, lambda r, n: (r.random(n), r.random(n))),
+]
+PAIRED_IDS = [c[0].__name__ for c in PAIRED]
 IDS = [c[0].__name__ for c in CASES]
 
 
@@ -119,3 +147,23 @@ def test_new_size_reuses_the_rolled_entry():
     f = dynexpr.capture(forward_solve, backend="cpu")
     for n in (10, 30, 10):
         assert_matches_plain(forward_solve, _lower(np.random.default_rng(n), n), f)
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+@pytest.mark.parametrize("fn,make", PAIRED, ids=PAIRED_IDS)
+def test_period_two_loop_matches_numpy(fn, make, backend):
+    # Even and odd trip counts: the leading iterations left unrolled make the rest pairs.
+    for n in (11, 12):
+        _check(fn, make(np.random.default_rng(n), n), backend)
+
+
+@pytest.mark.parametrize("fn,make", PAIRED, ids=PAIRED_IDS)
+def test_period_two_loop_is_rolled(fn, make):
+    """Rolled as pairs, and the unit does not grow with the trip count."""
+    sizes = []
+    for n in (12, 48):
+        g = translate(fn, list(make(np.random.default_rng(0), n))).graph
+        loops = [v for v in g.values if v.op == "loop"]
+        assert loops and all(v.attr("step") == 2 for v in loops), g.canonical()
+        sizes.append(len(runtime.plan(g).source))
+    assert abs(sizes[0] - sizes[1]) < 64 * len(loops), sizes

@@ -32,6 +32,15 @@ extent that the body computes from i (Note [dynamic extents], ir.py).
 A long loop's translation stops after a few iterations (truncate.py, Note [stopping the
 unrolling early]) and its stop's VALUE guard is then relaxed (relax.py).
 Left for later: constants affine in i (`x * i`, which keeps the loop unrolled).
+
+Note [period-2 bodies]
+A body that alternates between two computations (`j0 = 1 if i % 2 else 2`, the red and
+black half-sweeps of SOR) is not one computation per iteration, but iteration k+2 is
+iteration k's: when the loop does not roll as it is, reroll tries pairs of iterations
+(S_m + S_{m+1}, S_{m+2} + S_{m+3}, ...) as the segments of a range stepping twice as far,
+with the m leading iterations that make the rest an even count left unrolled. The stop
+is the range's own, so a pair never runs past it. A loop whose translation stopped early
+is not paired (its iterations past the translated ones could have either parity).
 """
 
 from __future__ import annotations
@@ -86,6 +95,8 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
                 break
             result = _roll(g, (rng[0][m:], rng[1]), segs[m:], sources)
             lead = m + 1
+        if result is None and not rng[2]:
+            result = _roll_pairs(g, rng, segs, sources)
         if result is None:
             if rng[2]:  # its later iterations were never translated
                 raise Untruncate(f"a loop over {rng[0]} is not one computation")
@@ -95,6 +106,20 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
         g, remap = result[:2]
         loops = [(r, [[remap[id(v)] for v in s if id(v) in remap] for s in ss]) for r, ss in loops]
     return g, sources
+
+
+def _roll_pairs(g: ir.Graph, rng: tuple, segs: list, sources: list):
+    """A body that alternates (`if i % 2`, red/black sweeps: Note [period-2 bodies])
+    rolled as pairs of iterations, or None."""
+    for m in range(LEAD + 1):
+        rest = len(segs) - m
+        if rest % 2 or rest // 2 < MIN_TRIPS:
+            continue
+        pairs = [segs[k] + segs[k + 1] for k in range(m, len(segs), 2)]
+        result = _roll(g, (rng[0][m::2], rng[1]), pairs, sources, rng[0].step)
+        if result is not None:
+            return result
+    return None
 
 
 def _same_node(a: ir.Value, b: ir.Value) -> bool:
@@ -222,7 +247,11 @@ def _classify(segs: list[list[ir.Value]]) -> dict | None:
     return kinds
 
 
-def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
+def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list,
+          inner: int | None = None):
+    """Rolls segments S_0..S_{T-1} of range `rng` (S_0 stays unrolled); with `inner`,
+    each segment is a pair of iterations (Note [period-2 bodies]) whose own step is
+    inner, and rng steps over the pairs."""
     (rng, stop_source), T, A = loop, len(segs), segs[1]
     if any(len(s) != len(A) for s in segs[2:]) or any(v.op == "input" for v in A):
         return None
@@ -315,6 +344,8 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
     # The outer graph: values that do not depend on the loop, the loop, then the rest.
     start = rng.start + rng.step
     stop = rng.start + rng.step * len(rng)  # the whole range (truncated: more than T)
+    if inner is not None:  # pairs: the last pair starts one inner step before the end
+        stop = rng.start + rng.step * (len(rng) - 1) + 2 * inner
     depends: set[int] = set()
     for v in users_outside:
         if any(id(a) in where or id(a) in depends for a in v.args):
