@@ -167,3 +167,29 @@ def test_period_two_loop_is_rolled(fn, make):
         assert loops and all(v.attr("step") == 2 for v in loops), g.canonical()
         sizes.append(len(runtime.plan(g).source))
     assert abs(sizes[0] - sizes[1]) < 64 * len(loops), sizes
+
+
+def partial_sums(x, out, T):
+    # out[i] = x[:i+1].sum() for T steps: past len(x), Python's slice clamps to x.
+    for i in range(T):
+        out[i] = x[:i + 1].sum()
+    return out
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+def test_trip_count_past_the_extent(backend):
+    """A relaxed trip count (relax.py) covers only the T for which x[:i+1] has i+1
+    elements: T = 45 over 30 elements clamps, translates again, and is right."""
+    f = dynexpr.capture(partial_sums, backend=backend)
+    r = np.random.default_rng(3)
+    x = r.random(30)
+    for T in (20, 27, 45, 30):
+        assert_matches_plain(partial_sums, (x, np.zeros(50), T), f)
+
+
+def test_loops_with_one_body_share_its_function():
+    """Four half-sweep loops (2 sweeps x 2 colours) over 2 distinct bodies: the unit has
+    2 body functions, not 4."""
+    g = translate(red_black_rows, [np.random.default_rng(0).random((12, 15)), 1.5, 2]).graph
+    assert sum(v.op == "loop" for v in g.values) == 4, g.canonical()
+    assert runtime.plan(g).source.count("static void body") == 2

@@ -25,10 +25,10 @@ def relax(ctx: Any, source: tuple, rng: range, lead: int, body: ir.Graph, it: An
     if (not isinstance(var, StopVar) or var.reads or ctx.range_uses.get(source) != 1
             or it.final_read or rng.stop != var.raw):
         return
-    bounds = _bounds(body)
-    if bounds is None:
+    b = bounds(body)
+    if b is None:
         return  # an offset into an extent that itself moves with i: keep the exact guard
-    lo, hi = bounds
+    lo, hi = b
     guards = [(">", rng.start + rng.step * (lead - 1))] if rng.step > 0 else \
         [("<", rng.start + rng.step * (lead - 1))]
     if rng.step > 0 and hi is not None:
@@ -48,7 +48,7 @@ def _holds(sym: str, c: int, x: int) -> bool:
     return {">": x > c, "<": x < c, "<=": x <= c, ">=": x >= c}[sym]
 
 
-def _bounds(body: ir.Graph) -> tuple[int | None, int | None] | None:
+def bounds(body: ir.Graph) -> tuple[int | None, int | None] | None:
     """The interval of i for which every dynamic offset of the body is in bounds (and
     every dynamic extent selects exactly the elements Python's slice would); None when
     an offset indexes an extent that moves with i."""

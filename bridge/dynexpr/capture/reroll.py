@@ -101,11 +101,30 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
             if rng[2]:  # its later iterations were never translated
                 raise Untruncate(f"a loop over {rng[0]} is not one computation")
             continue
+        if rng[2] and not _exact_to_the_end(result[2], rng[0], lead):
+            raise Untruncate(f"a loop over {rng[0]} indexes out of its arrays' bounds "
+                             "after its translated iterations")
         if rng[2] and rng[1] is not None and ctx is not None:
             relax.relax(ctx, rng[1], rng[0], lead, result[2], rng[3])
         g, remap = result[:2]
         loops = [(r, [[remap[id(v)] for v in s if id(v) in remap] for s in ss]) for r, ss in loops]
     return g, sources
+
+
+def _exact_to_the_end(body: ir.Graph, rng: range, lead: int) -> bool:
+    """Whether every dynamic offset and extent of a truncated loop's body selects, for
+    each i the loop runs (not only the translated ones), what Python's index would:
+    past an array's end a slice clamps (`x[:i+1]` stops growing) and the fit made from
+    the first iterations no longer holds."""
+    bounds = relax.bounds(body)
+    if bounds is None:
+        return False
+    lo, hi = bounds
+    run = rng[lead:]
+    if not run:
+        return True
+    first, last = min(run[0], run[-1]), max(run[0], run[-1])
+    return (lo is None or first >= lo) and (hi is None or last <= hi)
 
 
 def _roll_pairs(g: ir.Graph, rng: tuple, segs: list, sources: list):
