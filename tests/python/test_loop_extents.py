@@ -84,6 +84,15 @@ def alternating_update(x, y):
     return x
 
 
+def tail_dots(x, w):
+    # y[i] = x[i+1:] @ w[i+1:]: the last row's dot is over 0 elements (0.0, as NumPy).
+    n = x.shape[0]
+    y = np.ones(n)
+    for i in range(n):
+        y[i] = x[i + 1:] @ w[i + 1:]
+    return y
+
+
 def _lower(r, n):
     return np.tril(r.random((n, n))) + n * np.eye(n), r.random(n)
 
@@ -99,6 +108,7 @@ CASES = [
     (cholesky_by_columns, _spd),
     (prefix_means, lambda r, n: (r.random(n), np.zeros((n, 2)))),
     (upper_fill, lambda r, n: (r.random((n, n)).astype(np.float32),)),
+    (tail_dots, lambda r, n: (r.random(n), r.random(n))),
 ]
 PAIRED = [
     (red_black_rows, lambda r, n: (r.random((n, n + 3)), 1.5, 2)),
