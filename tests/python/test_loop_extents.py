@@ -203,3 +203,24 @@ def test_loops_with_one_body_share_its_function():
     g = translate(red_black_rows, [np.random.default_rng(0).random((12, 15)), 1.5, 2]).graph
     assert sum(v.op == "loop" for v in g.values) == 4, g.canonical()
     assert runtime.plan(g).source.count("static void body") == 2
+
+
+def many_extents(x):
+    # 17 slices whose extents all move with i, each its own (i + k): more than a body
+    # unit binds (frame::max_symbols), so the loop stays unrolled, and is still right.
+    y = np.zeros(9)
+    for i in range(1, 9):
+        y[i] = (x[1:2 + i].sum() + x[2:4 + i].sum() + x[3:6 + i].sum() + x[4:8 + i].sum()
+                + x[5:10 + i].sum() + x[6:12 + i].sum() + x[7:14 + i].sum() + x[8:16 + i].sum()
+                + x[9:18 + i].sum() + x[10:20 + i].sum() + x[11:22 + i].sum() + x[12:24 + i].sum()
+                + x[13:26 + i].sum() + x[14:28 + i].sum() + x[15:30 + i].sum() + x[16:32 + i].sum()
+                + x[17:34 + i].sum())
+    return y
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+def test_more_extents_than_a_body_binds(backend):
+    x = np.random.default_rng(5).random(140)
+    assert_matches_plain(many_extents, (x,), dynexpr.capture(many_extents, backend=backend))
+    g = translate(many_extents, [x]).graph
+    assert not [v for v in g.values if v.op == "loop"], g.canonical()

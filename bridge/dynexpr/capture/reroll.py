@@ -54,6 +54,7 @@ from .truncate import Untruncate
 ENABLED = True  # tests turn it off to compare against the unrolled graph
 MIN_TRIPS = 3  # iteration 0 stays unrolled; at least two iterations to compare
 LEAD = 3  # at most this many leading iterations stay unrolled
+MAX_EXTENTS = 16  # dynamic extents one body may have: frame::max_symbols (prelude.hpp)
 
 
 def iterations(ctx: Any, new: dict[int, ir.Value]) -> list[tuple[range, list[list[ir.Value]]]]:
@@ -286,6 +287,8 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list,
             if shape is None:
                 return None
             shapes[q] = shape
+    if len({d for sh in shapes.values() for d in sh if isinstance(d, str)}) > MAX_EXTENTS:
+        return None  # more than a unit's frame binds (kernels/prelude.hpp, max_symbols)
     dyn: dict[int, tuple] = {}  # position -> its index with dynamic offsets
     for q, v in enumerate(A):
         if v.op in ("getitem", "setitem") and any(s[q].attrs != v.attrs for s in segs[2:]):
