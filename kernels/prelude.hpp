@@ -139,6 +139,14 @@ class frame {
   View<T> output(int i, std::initializer_list<extent> shape) {
     return bind<T>(out_[i], "output", i, shape);
   }
+  /// Binds dynamic size `sym` to a value the unit computes: a loop body's extent that
+  /// moves with its loop variable (Note [dynamic extents], bridge/dynexpr/ir.py).
+  void bind_extent(int sym, index_t value) {
+    if (sym < 0 || sym >= max_symbols)
+      throw argument_error(status_internal, "dynexpr: too many dynamic sizes in a loop body");
+    sym_[sym] = value < 0 ? 0 : value;
+    bound_[sym] = true;
+  }
   /// A shape with its dynamic sizes resolved (all bound by the inputs by now).
   Shape shape(std::initializer_list<extent> shape) const {
     Shape s;

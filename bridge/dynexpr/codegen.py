@@ -103,6 +103,10 @@ class _Unit:
             fn = "inout" if written else "input"
             self.emit(f"{'' if written else 'const '}auto x{i} = "
                       f"f.{fn}<{CTYPE[dtype]}>({i}, {self.extents(shape)});")
+        for d, (src, _) in s.symbols.items():
+            if src == ir.AFFINE:  # Note [dynamic extents] (ir.py): i is input 0
+                mul, add = ir.parse_affine_extent(d)
+                self.emit(f"f.bind_extent({self.sym_index[d]}, {mul} * x0.data()[0] + {add});")
         for b in s.outputs:
             self.emit(f"const auto o{b.index} = f.output<{CTYPE[b.dtype]}>"
                       f"({b.index}, {self.extents(b.shape)});")
@@ -317,7 +321,12 @@ class _Unit:
                     items.append(f"static_cast<dx::index_t>{at}")
                 else:  # `length` elements from there (a stop below 0 is "past index 0")
                     _, _, _, _, length, step = it
-                    stop = f"({at} + {step * length})"
+                    if isinstance(length, tuple):  # Note [dynamic extents]
+                        n = f"std::max<std::int64_t>(0, {length[0]} * x{a.attr('index')}" \
+                            f".data()[0] + {length[1]})"
+                        stop = f"({at} + {step} * {n})"
+                    else:
+                        stop = f"({at} + {step * length})"
                     items.append(f"dx::slice({at}, {stop} < 0 ? std::optional<dx::index_t>() "
                                  f": std::optional<dx::index_t>({stop}), {step})")
             else:

@@ -69,7 +69,11 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     # A unit of the same class as the caller's (codegen imports this module, not the
     # other way round).
     lines = type(unit)(bs, unit.functions).function(fname)
-    unit.functions.extend([""] + lines)
+    shared = _same_function(unit.functions, lines)
+    if shared is None:
+        unit.functions.extend([""] + lines)
+    else:
+        fname = shared
 
     L = f"L{v.id}"
     emit = unit.emit
@@ -124,6 +128,22 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     emit(f"dx::assign({dest}, dx::scalar<std::int64_t>({L}_trip));")
     if b.kind == "out":
         unit.written_out.add(b.index)
+
+
+def _same_function(functions: list[str], lines: list[str]) -> str | None:
+    """The name of a body function already emitted with the same text as `lines` (loops
+    with one body: the red and black sweeps of each outer step), or None. The unit
+    then compiles each distinct body once, however many loop nodes run it."""
+    text = lines[1:]
+    k = 0
+    while k < len(functions):
+        line = functions[k]
+        if line.startswith("static void body") and k + len(lines) <= len(functions):
+            if functions[k + 1:k + len(lines)] == text and (
+                    k + len(lines) == len(functions) or functions[k + len(lines)] == ""):
+                return line.split("(")[0].split()[-1]
+        k += 1
+    return None
 
 
 def _fresh(unit, a: ir.Value) -> str:

@@ -140,17 +140,25 @@ def _executor(graph: ir.Graph) -> Callable:
     bodies = {v.id: _body_runner(v) for v in graph.values if v.op == "loop"}
     quiet = graph.quiet  # Note [errstate inside captured code]
     dynamic = any(isinstance(d, str) for v in graph.values for d in v.shape)
+    affine = {d: ir.parse_affine_extent(d) for v in graph.values for d in v.shape
+              if ir.parse_affine_extent(d) is not None}
 
     def execute(inputs: Sequence[np.ndarray], state, sink) -> dict:
         env: dict[int, Any] = {}
         finals: dict[int, list] = {}  # loop id -> its carried arrays' final values
         sizes: dict[str, int] = {}  # dynamic extents, bound by the first value that has them
+        if affine:  # a loop body's extents that move with i (Note [dynamic extents], ir.py)
+            i = int(inputs[0])
+            sizes.update({d: max(0, mul * i + add) for d, (mul, add) in affine.items()})
         for v, fn, arg_ids in plan:
             if v.op == "input":
                 r = inputs[v.attr("index")]
             elif dynamic and v.op == "full":
                 r = np.full(tuple(sizes[d] if isinstance(d, str) else d for d in v.shape),
                             v.attr("value"), dtype=v.dtype)
+            elif affine and v.op in ("reshape", "broadcast_to"):  # its shape attr is v.shape
+                shape = tuple(sizes[d] if isinstance(d, str) else d for d in v.shape)
+                r = (np.reshape if v.op == "reshape" else np.broadcast_to)(env[arg_ids[0]], shape)
             elif v.op == "loop":
                 r, finals[v.id] = bodies[v.id]([env[i] for i in arg_ids], state, sink)
             elif v.op == "loop_out":

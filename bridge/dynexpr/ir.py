@@ -79,9 +79,19 @@ Dim = "int | str"
 # mul*args[k] + add, and ("dslice", k, mul, add, length, step) the slice of `length`
 # elements from mul*args[k] + add by `step`, where args[k] is an int64[] value (in a body:
 # its input[0], i). The extent stays static (`length`): a slice whose length changes with
-# i (`a[i:]`) is not one computation, and its loop stays unrolled. Capture (reroll.py)
+# i (`a[i:]`, `L[i, :i]`) has a dynamic length instead: `length` is then a pair (lmul,
+# ladd), lmul*args[k] + ladd elements (Note [dynamic extents]). Capture (reroll.py)
 # makes these items only from iterations it saw, each offset in bounds; the cpu backend
 # still checks integer offsets (an IndexError, never a wild read).
+#
+# Note [dynamic extents]
+# In a loop body, an extent that moves with the loop variable (`L[i, :i] @ x[:i]`: i
+# elements; `A[i+1:, i]`: n-i-1) is the shape entry affine_extent(mul, add), a string
+# like the outer graph's dynamic sizes, meaning mul*i + add for i the body's input[0].
+# Nothing binds it from an input's shape: a body unit computes it from i on entry
+# (schedule.Schedule.symbols maps it to AFFINE), eager from its i. It is never negative
+# for the i the loop runs (reroll fits it to the iterations it saw, relax.py keeps the
+# trip count where it holds), and may be 0: a sum or a dot over 0 elements is 0.
 #
 # Note [what capture guarantees] (dynexpr.capture produces graphs with these properties;
 # tests/python/test_corpus.py::test_graph_is_well_formed checks them on every corpus graph)
@@ -250,6 +260,36 @@ def offset_args(v: Value) -> int:
     return {"getitem": 1, "setitem": 2}.get(v.op, len(v.args))
 
 
+AFFINE = "affine"  # schedule.symbols' binding of an affine extent (Note [dynamic extents])
+
+
+def affine_extent(mul: int, add: int) -> str:
+    """The shape entry of an extent mul*i + add in a loop body (Note [dynamic extents])."""
+    return f"i*{mul}{add:+d}"
+
+
+def parse_affine_extent(d: Any) -> tuple[int, int] | None:
+    """(mul, add) of an affine_extent, or None for anything else."""
+    if not isinstance(d, str) or not d.startswith("i*"):
+        return None
+    body = d[2:]
+    cut = max(body.rfind("+"), body.rfind("-"))
+    if cut <= 0:
+        return None
+    try:
+        return int(body[:cut]), int(body[cut:])
+    except ValueError:
+        return None
+
+
+def dslice_length(e: tuple, offsets: dict[int, int]) -> int:
+    """The number of elements of dslice item e (static, or lmul*args[k] + ladd)."""
+    length = e[4]
+    if isinstance(length, tuple):
+        return max(0, length[0] * offsets[e[1]] + length[1])
+    return length
+
+
 def resolve_index(index: tuple, offsets: dict[int, int]) -> tuple:
     """A getitem/setitem index with its dynamic items made static (Note [dynamic offsets]),
     given the int value of each arg position an item reads."""
@@ -258,7 +298,8 @@ def resolve_index(index: tuple, offsets: dict[int, int]) -> tuple:
         if e[0] == "dyn":
             out.append(("int", e[2] * offsets[e[1]] + e[3]))
         elif e[0] == "dslice":
-            _, k, mul, add, length, step = e
+            _, k, mul, add, _, step = e
+            length = dslice_length(e, offsets)
             start = mul * offsets[k] + add
             stop = start + step * length
             out.append(("slice", start, None if stop < 0 else stop, step))

@@ -83,7 +83,9 @@ class Schedule:
     inputs: list[tuple[str, tuple, bool]]  # per graph input: dtype, shape, written in place
     outputs: list[Buffer]  # buffers the caller allocates, in `out` index order
     results: list[int]  # per graph output: k >= 0 is outputs[k]; -(i+1) is input i itself
-    symbols: dict[str, tuple[int, int]]  # dynamic size -> (input index, axis) that binds it
+    # dynamic size -> (input index, axis) that binds it, or (ir.AFFINE, 0): computed from
+    # a loop body's i (Note [dynamic extents], ir.py)
+    symbols: dict[str, tuple]
 
     @property
     def n_inputs(self) -> int:
@@ -215,6 +217,10 @@ def schedule(graph: ir.Graph, fuse: bool = True) -> Schedule:
         for axis, d in enumerate(v.shape):
             if isinstance(d, str) and d not in symbols:
                 symbols[d] = (v.attr("index"), axis)
+    for v in values:  # a loop body's extents that move with i (Note [dynamic extents], ir.py)
+        for d in v.shape:
+            if d not in symbols and ir.parse_affine_extent(d) is not None:
+                symbols[d] = (ir.AFFINE, 0)
     return Schedule(graph, fuse, values, users, storage, kernels,
                     [tuple(x) for x in inputs], outputs_buf, results, symbols)
 

@@ -2,7 +2,7 @@
 `a[i-1]`, `a[:, i] = ...`, `a[i:i+3]` inside a for-range body keep the loop rolled
 (reroll.py), on scientist-style code; every result equals plain NumPy's (values, dtype,
 shape, mutation of the caller's arrays) on both backends. Bodies whose extents change
-with i (`L[i, :i+1]`) stay unrolled and are still right."""
+with i (`L[i, :i+1]`) roll too, with dynamic extents (test_loop_extents.py)."""
 
 import warnings
 
@@ -72,7 +72,7 @@ def reversed_rows(A):
 
 
 def lower_triangle(A):
-    # L[i, :i+1] = ...: the extent changes with i, so the loop stays unrolled.
+    # L[i, :i+1] = ...: the extent changes with i (Note [dynamic extents], ir.py).
     n = A.shape[0]
     L = np.zeros_like(A)
     for i in range(n):
@@ -91,7 +91,7 @@ CASES = [
     (lower_triangle, lambda r: (r.random((5, 5)),)),
 ]
 ROLLED = [gauss_seidel_rows, jacobi_rows, recurrence, covariance_rows, window_sum, column_scan,
-          reversed_rows]
+          reversed_rows, lower_triangle]
 
 
 def _check(fn, args, backend):

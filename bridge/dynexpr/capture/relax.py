@@ -25,7 +25,10 @@ def relax(ctx: Any, source: tuple, rng: range, lead: int, body: ir.Graph, it: An
     if (not isinstance(var, StopVar) or var.reads or ctx.range_uses.get(source) != 1
             or it.final_read or rng.stop != var.raw):
         return
-    lo, hi = _bounds(body)
+    b = bounds(body)
+    if b is None:
+        return  # an offset into an extent that itself moves with i: keep the exact guard
+    lo, hi = b
     guards = [(">", rng.start + rng.step * (lead - 1))] if rng.step > 0 else \
         [("<", rng.start + rng.step * (lead - 1))]
     if rng.step > 0 and hi is not None:
@@ -45,8 +48,10 @@ def _holds(sym: str, c: int, x: int) -> bool:
     return {">": x > c, "<": x < c, "<=": x <= c, ">=": x >= c}[sym]
 
 
-def _bounds(body: ir.Graph) -> tuple[int | None, int | None]:
-    """The interval of i for which every dynamic offset of the body is in bounds."""
+def bounds(body: ir.Graph) -> tuple[int | None, int | None] | None:
+    """The interval of i for which every dynamic offset of the body is in bounds (and
+    every dynamic extent selects exactly the elements Python's slice would); None when
+    an offset indexes an extent that moves with i."""
     lo, hi = None, None
     for v in body.values:
         if v.op not in ("getitem", "setitem"):
@@ -55,11 +60,21 @@ def _bounds(body: ir.Graph) -> tuple[int | None, int | None]:
         for e in v.attr("index"):
             if e[0] in ("dyn", "dslice"):
                 extent = v.args[0].shape[dim]
-                firsts = [e[3]]
-                if e[0] == "dslice" and e[4] > 0:
-                    firsts.append(e[3] + e[5] * (e[4] - 1))
-                for add in firsts:  # 0 <= mul*i + add <= extent - 1
-                    a, b = _interval(e[2], add, extent)
+                if isinstance(extent, str):
+                    return None
+                if e[0] == "dslice" and isinstance(e[4], tuple):
+                    # Note [dynamic extents]: 0 <= start <= extent, 0 <= length and
+                    # 0 <= start + step*length <= extent (step > 0).
+                    (lm, la), step = e[4], e[5]
+                    cons = [(e[2], e[3], extent + 1), (lm, la, 1 << 62),
+                            (e[2] + step * lm, e[3] + step * la, extent + 1)]
+                else:
+                    firsts = [e[3]]
+                    if e[0] == "dslice" and e[4] > 0:
+                        firsts.append(e[3] + e[5] * (e[4] - 1))
+                    cons = [(e[2], add, extent) for add in firsts]
+                for mul, add, n in cons:  # 0 <= mul*i + add <= n - 1
+                    a, b = _interval(mul, add, n)
                     lo = a if lo is None or (a is not None and a > lo) else lo
                     hi = b if hi is None or (b is not None and b < hi) else hi
             if e[0] != "newaxis":

@@ -26,11 +26,21 @@ The stop of a range built from an argument or a global (`range(T)`, `range(1, n)
 translates again (the translation read T's value: a VALUE guard) but compiles nothing.
 An index item that steps by a constant per iteration (`a[i]`, `a[i-1]`, `a[:, i]`,
 `a[i:i+3]`: the same extent every time) becomes a dynamic offset read from i (Note
-[dynamic offsets], ir.py); a slice whose extent changes with i (`a[i:]`, `L[i, :i+1]`)
-is a different computation each iteration and stays unrolled.
+[dynamic offsets], ir.py); a slice whose extent steps by a constant too (`a[i:]`,
+`L[i, :i+1]`, `A[i+1:, i]`) gets a dynamic length, and the values computed from it an
+extent that the body computes from i (Note [dynamic extents], ir.py).
 A long loop's translation stops after a few iterations (truncate.py, Note [stopping the
 unrolling early]) and its stop's VALUE guard is then relaxed (relax.py).
 Left for later: constants affine in i (`x * i`, which keeps the loop unrolled).
+
+Note [period-2 bodies]
+A body that alternates between two computations (`j0 = 1 if i % 2 else 2`, the red and
+black half-sweeps of SOR) is not one computation per iteration, but iteration k+2 is
+iteration k's: when the loop does not roll as it is, reroll tries pairs of iterations
+(S_m + S_{m+1}, S_{m+2} + S_{m+3}, ...) as the segments of a range stepping twice as far,
+with the m leading iterations that make the rest an even count left unrolled. The stop
+is the range's own, so a pair never runs past it. A loop whose translation stopped early
+is not paired (its iterations past the translated ones could have either parity).
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from .truncate import Untruncate
 ENABLED = True  # tests turn it off to compare against the unrolled graph
 MIN_TRIPS = 3  # iteration 0 stays unrolled; at least two iterations to compare
 LEAD = 3  # at most this many leading iterations stay unrolled
+MAX_EXTENTS = 16  # dynamic extents one body may have: frame::max_symbols (prelude.hpp)
 
 
 def iterations(ctx: Any, new: dict[int, ir.Value]) -> list[tuple[range, list[list[ir.Value]]]]:
@@ -85,10 +96,15 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
                 break
             result = _roll(g, (rng[0][m:], rng[1]), segs[m:], sources)
             lead = m + 1
+        if result is None and not rng[2]:
+            result = _roll_pairs(g, rng, segs, sources)
         if result is None:
             if rng[2]:  # its later iterations were never translated
                 raise Untruncate(f"a loop over {rng[0]} is not one computation")
             continue
+        if rng[2] and not _exact_to_the_end(result[2], rng[0], lead):
+            raise Untruncate(f"a loop over {rng[0]} indexes out of its arrays' bounds "
+                             "after its translated iterations")
         if rng[2] and rng[1] is not None and ctx is not None:
             relax.relax(ctx, rng[1], rng[0], lead, result[2], rng[3])
         g, remap = result[:2]
@@ -96,14 +112,68 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
     return g, sources
 
 
+def _exact_to_the_end(body: ir.Graph, rng: range, lead: int) -> bool:
+    """Whether every dynamic offset and extent of a truncated loop's body selects, for
+    each i the loop runs (not only the translated ones), what Python's index would:
+    past an array's end a slice clamps (`x[:i+1]` stops growing) and the fit made from
+    the first iterations no longer holds."""
+    bounds = relax.bounds(body)
+    if bounds is None:
+        return False
+    lo, hi = bounds
+    run = rng[lead:]
+    if not run:
+        return True
+    first, last = min(run[0], run[-1]), max(run[0], run[-1])
+    return (lo is None or first >= lo) and (hi is None or last <= hi)
+
+
+def _roll_pairs(g: ir.Graph, rng: tuple, segs: list, sources: list):
+    """A body that alternates (`if i % 2`, red/black sweeps: Note [period-2 bodies])
+    rolled as pairs of iterations, or None."""
+    for m in range(LEAD + 1):
+        rest = len(segs) - m
+        if rest % 2 or rest // 2 < MIN_TRIPS:
+            continue
+        pairs = [segs[k] + segs[k + 1] for k in range(m, len(segs), 2)]
+        result = _roll(g, (rng[0][m::2], rng[1]), pairs, sources, rng[0].step)
+        if result is not None:
+            return result
+    return None
+
+
 def _same_node(a: ir.Value, b: ir.Value) -> bool:
-    """Whether b is a's computation, up to the offsets of an index (_dynamic_index)."""
+    """Whether b is a's computation, up to the offsets of an index (_dynamic_index) and
+    extents that move with i (_extents)."""
     def key(v: ir.Value) -> tuple:
         attrs = v.attrs
         if v.op in ("getitem", "setitem"):
             attrs = tuple((k, len(x)) if k == "index" else (k, x) for k, x in attrs)
-        return v.op, v.dtype, tuple(v.shape), attrs, len(v.args)
+        elif v.op in _SHAPED:
+            attrs = tuple((k, len(x)) if k == "shape" else (k, x) for k, x in attrs)
+        return v.op, v.dtype, len(v.shape), attrs, len(v.args)
     return key(a) == key(b)
+
+
+_SHAPED = ("reshape", "broadcast_to", "full")  # ops whose attr `shape` is their own shape
+
+
+def _extents(vs: list[ir.Value], rng: range) -> tuple | None:
+    """The shape of one body position over iterations 1..T-1 (`vs`): an extent that
+    steps by a constant per iteration is affine_extent(mul, add) (Note [dynamic
+    extents], ir.py); None when one changes in any other way."""
+    out = []
+    for dims in zip(*(v.shape for v in vs)):
+        if all(d == dims[0] for d in dims):
+            out.append(dims[0])
+            continue
+        aff = _affine(list(dims), rng)
+        if aff is None or any(isinstance(d, str) for d in dims):
+            return None
+        out.append(ir.affine_extent(*aff))
+    if vs[0].op in _SHAPED and any(tuple(v.attr("shape")) != tuple(v.shape) for v in vs):
+        return None
+    return tuple(out)
 
 
 def _affine(cs: list[int], rng: range) -> tuple[int, int] | None:
@@ -124,6 +194,10 @@ def _dynamic_index(vs: list[ir.Value], rng: range) -> tuple | None:
     idx = [v.attr("index") for v in vs]
     k = len(vs[0].args)
     out = []
+    dims, d = [], 0  # the base's dimension that each index item reads
+    for e in idx[0]:
+        dims.append(d)
+        d += e[0] != "newaxis"
     for m, first in enumerate(idx[0]):
         items = [x[m] for x in idx]
         if all(it == first for it in items):
@@ -141,6 +215,15 @@ def _dynamic_index(vs: list[ir.Value], rng: range) -> tuple | None:
             if aff is None:
                 return None
             out.append(("dslice", k, *aff, len(range(first[1], first[2], first[3])), first[3]))
+        elif first[0] == "slice" and first[3] > 0 and all(
+                it[0] == "slice" and it[3] == first[3] for it in items):
+            # An extent that moves with i (Note [dynamic extents], ir.py): `a[i:]`, `L[i, :i]`.
+            spans = [range(v.args[0].shape[dims[m]])[slice(*it[1:])] for v, it in zip(vs, items)]
+            aff = _affine([r.start for r in spans], rng)
+            lengths = _affine([len(r) for r in spans], rng)
+            if aff is None or lengths is None:
+                return None
+            out.append(("dslice", k, *aff, lengths, first[3]))
         else:
             return None
     return tuple(out)
@@ -184,7 +267,11 @@ def _classify(segs: list[list[ir.Value]]) -> dict | None:
     return kinds
 
 
-def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
+def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list,
+          inner: int | None = None):
+    """Rolls segments S_0..S_{T-1} of range `rng` (S_0 stays unrolled); with `inner`,
+    each segment is a pair of iterations (Note [period-2 bodies]) whose own step is
+    inner, and rng steps over the pairs."""
     (rng, stop_source), T, A = loop, len(segs), segs[1]
     if any(len(s) != len(A) for s in segs[2:]) or any(v.op == "input" for v in A):
         return None
@@ -193,6 +280,15 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
     kinds = _classify(segs)
     if kinds is None:
         return None
+    shapes: dict[int, tuple] = {}  # position -> its shape with extents that move with i
+    for q, v in enumerate(A):
+        if any(tuple(s[q].shape) != tuple(v.shape) for s in segs[2:]):
+            shape = _extents([s[q] for s in segs[1:]], rng)
+            if shape is None:
+                return None
+            shapes[q] = shape
+    if len({d for sh in shapes.values() for d in sh if isinstance(d, str)}) > MAX_EXTENTS:
+        return None  # more than a unit's frame binds (kernels/prelude.hpp, max_symbols)
     dyn: dict[int, tuple] = {}  # position -> its index with dynamic offsets
     for q, v in enumerate(A):
         if v.op in ("getitem", "setitem") and any(s[q].attrs != v.attrs for s in segs[2:]):
@@ -214,7 +310,8 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
             key = (d, p, tuple(id(x) for x in inits))
             if key in chains:
                 continue
-            if any((x.dtype, tuple(x.shape)) != (A[p].dtype, tuple(A[p].shape)) for x in inits):
+            if p in shapes or any((x.dtype, tuple(x.shape)) != (A[p].dtype, tuple(A[p].shape))
+                                  for x in inits):
                 return None
             ks = []
             for m in range(1, d + 1):
@@ -257,16 +354,20 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
                 args.append(entries[chains[(d, p, tuple(id(x) for x in inits))][d - 1]])
             else:
                 args.append(inv_in[inv_of[id(kind[1])]])
-        attrs = v.attrs
+        attrs, shape = v.attrs, shapes.get(q, tuple(v.shape))
         if q in dyn:  # the loop variable is its offset's arg (body input[0])
             args.append(body.values[0])
             attrs = tuple((k, dyn[q] if k == "index" else x) for k, x in attrs)
-        copies.append(body.add(ir.Value(v.op, tuple(args), v.dtype, tuple(v.shape), attrs)))
+        if q in shapes and v.op in _SHAPED:
+            attrs = tuple((k, shape if k == "shape" else x) for k, x in attrs)
+        copies.append(body.add(ir.Value(v.op, tuple(args), v.dtype, shape, attrs)))
     body.outputs = [copies[e[1]] if e[0] == "at" else entries[e[1]] for _, e in slots]
 
     # The outer graph: values that do not depend on the loop, the loop, then the rest.
     start = rng.start + rng.step
     stop = rng.start + rng.step * len(rng)  # the whole range (truncated: more than T)
+    if inner is not None:  # pairs: the last pair starts one inner step before the end
+        stop = rng.start + rng.step * (len(rng) - 1) + 2 * inner
     depends: set[int] = set()
     for v in users_outside:
         if any(id(a) in where or id(a) in depends for a in v.args):
