@@ -42,6 +42,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -218,6 +219,26 @@ def record(built: Path, final: Path) -> None:
     trust.write_private(final.with_name(final.name + ".sha256"),
                         (file_sha256(built) + "\n").encode())
 
+# ------------------------------------------------------- units a translation names
+# dynexpr.artifacts (record.py) collects the unit keys one thread's entry needs while it
+# is made: the index and the manifest name them, precompile bundles them. Nothing is
+# collected unless a collector is open on this thread (never on the per-call path).
+_collect = threading.local()
+
+
+def note_unit(key: str) -> None:
+    """Tells the collector open on this thread (if any) that unit `key` is needed."""
+    keys = getattr(_collect, "keys", None)
+    if keys is not None and key not in keys:
+        keys.append(key)
+
+
+# Units served by loaded bundles (dynexpr.artifacts.bundle, Note [bundles]): unit key ->
+# Artifact, verified when the bundle was loaded. Empty unless a bundle is loaded.
+bundled: dict[str, "Artifact"] = {}
+bundled_source: dict[str, str] = {}  # cxx.source_key(source) -> unit key in `bundled`
+
+
 # ------------------------------------------------------------------------ artifacts
 @dataclass
 class Artifact:
@@ -255,6 +276,8 @@ def unit_digest(so: bytes, meta: bytes) -> str:
 
 def lookup(key: str, name: str = ARTIFACT) -> Artifact | None:
     """A published, verified artifact, or None (missing, damaged or not ours)."""
+    if bundled and key in bundled:  # verified when its bundle was loaded
+        return bundled[key]
     d = _unit_dir(key)
     try:
         why = trust.check_owned(d)
@@ -336,7 +359,10 @@ def _publish(key: str, meta: dict, make: Maker, name: str) -> Artifact:
 
 
 def discard(key: str) -> None:
-    """Removes the published unit `key` (it verified but did not load)."""
+    """Removes the published unit `key` (it verified but did not load); a bundle's unit
+    is only forgotten (a bundle is read-only)."""
+    if bundled.pop(key, None) is not None:
+        return
     with lock(key):
         shutil.rmtree(_unit_dir(key), ignore_errors=True)
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import backends, judge, logs
+from .artifacts import record as artifacts_record
 from .backends import policy
 from .capture import GraphBreakError, InternalError, Unsupported, translate
 from .capture.calls import BindError, bind_call
@@ -181,7 +182,8 @@ class CapturedFunction:
         if not below_accumulated_limit():
             return None
         try:
-            entry = self._new_entry(bound)
+            with artifacts_record.collecting() as units:  # the units the entry needs (artifacts/)
+                entry = self._new_entry(bound)
         except RecursionError:
             # Note [the translator's own stack]: the translator uses several Python
             # frames per frame it follows, so it can run out of stack where the plain
@@ -198,6 +200,7 @@ class CapturedFunction:
             warn_once((id(self), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
             return None
         judge.start(entry)
+        artifacts_record.entry_added(self, bound, entry, units)  # the cache index, DYNEXPR_RECORD
         # Note [entry lists are snapshots]: _entries first, so a reader that sees the
         # new _centries never misses the entry in _entries.
         self._entries, self._centries = added(self._entries, self._centries, entry)

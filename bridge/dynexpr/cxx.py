@@ -57,9 +57,21 @@ cache.on_reset(_forget_toolchain)  # the memo lives in the cache directory
 # ----------------------------------------------------------------------------- units
 def unit_key(source: str) -> str:
     """The key of the unit built from `source`: the backend, the source and everything
-    of the toolchain that changes the binary (Toolchain.fingerprint)."""
-    return _sha({"backend": BACKEND, "source": source,
-                 "toolchain": toolchain().fingerprint()})
+    of the toolchain that changes the binary (Toolchain.fingerprint). A loaded bundle
+    that holds a unit for `source` gives that unit's key, with no compiler asked (Note
+    [bundles] in artifacts/bundle.py)."""
+    key = cache.bundled_source.get(source_key(source)) if cache.bundled else None
+    if key is None:
+        key = _sha({"backend": BACKEND, "source": source,
+                    "toolchain": toolchain().fingerprint()})
+    cache.note_unit(key)
+    return key
+
+
+def source_key(source: str) -> str:
+    """What a bundle finds a unit by: its backend and source, not the toolchain (the
+    bundle's toolchain and ISA are checked once, when it is loaded)."""
+    return _sha({"backend": BACKEND, "source": source})
 
 
 def get_or_build(source: str, meta: dict) -> cache.Artifact:

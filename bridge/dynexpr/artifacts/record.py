@@ -1,0 +1,130 @@
+"""dynexpr.artifacts.record — what a new entry of a captured function leaves behind:
+one record in the cache's index (its function, arguments, guards and units: what
+`python -m dynexpr cache ls | info | why-miss` read), and with DYNEXPR_RECORD=path one
+[[spec]] in that manifest (manifest.py), so a test suite or a warm-up run writes the
+manifest that `python -m dynexpr precompile` builds.
+
+Only the miss path calls this (after translating, while compiling costs far more); a
+failure to record is logged, never raised: recording must not break a call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from typing import Any
+
+from .. import cache
+from ..toolchain import sha
+from . import manifest, specs
+
+log = logging.getLogger("dynexpr.cache")
+INDEX_PREFIX = "spec:"  # the index's function identities of entry records
+
+
+@contextlib.contextmanager
+def collecting():
+    """Collects the unit keys named on this thread inside the block (cache.note_unit);
+    an enclosing collector gets them too."""
+    outer = getattr(cache._collect, "keys", None)
+    keys: list[str] = []
+    cache._collect.keys = keys
+    try:
+        yield keys
+    finally:
+        cache._collect.keys = outer
+        if outer is not None:
+            outer.extend(k for k in keys if k not in outer)
+
+
+def fn_id(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', '?')}"
+
+
+def entry_record(cf: Any, bound: Any, entry: Any, units: list[str]) -> dict:
+    """The index record of a captured function's new entry."""
+    fn = cf._fn
+    names = fn.__code__.co_varnames
+    nargs = len(bound)
+    return {
+        "function": fn_id(fn),
+        "backend": cf.backend if isinstance(cf.backend, str) else repr(cf.backend),
+        "mode": cf.mode,
+        "kind": "break" if entry.compiled is None else "graph",
+        "reason": str(entry.reason) if entry.reason is not None else None,
+        "args": specs.arg_specs(bound, names[:nargs], entry.guards),
+        "guards": [specs.guard_record(g, names) for g in entry.guards],
+        "units": list(units),
+        "time": time.time(),
+    }
+
+
+def manifest_spec(rec: dict, cf: Any) -> dict | None:
+    """The [[spec]] of an index record, or None when its arguments cannot be written
+    (an object other than an array or a plain value: precompile could not make it)."""
+    args = []
+    for a in rec["args"]:
+        if "type" in a:
+            return None
+        if "dtype" in a:
+            a = dict(a, shape=[{"min": d[0], "max": d[1], "example": d[2]}
+                               if isinstance(d, list) else d for d in a["shape"]])
+        elif a.get("value") is None:
+            a = {"name": a["name"], "none": True}
+        args.append(a)
+    spec = {"function": rec["function"], "backend": rec["backend"], "mode": rec["mode"]}
+    if isinstance(cf.dynamic, bool):
+        spec["dynamic"] = cf.dynamic
+    spec["args"] = args
+    return spec
+
+
+def entry_added(cf: Any, bound: Any, entry: Any, units: list[str]) -> None:
+    """Records a new entry (captured.py calls this once per entry it adds)."""
+    path = os.environ.get("DYNEXPR_RECORD")
+    if cf._backend.artifact is None and not path:
+        return  # a backend that stores nothing (eager, a user's callable): no index
+    try:
+        rec = entry_record(cf, bound, entry, units)
+        _examples(rec, bound)
+        if cf._backend.artifact is not None:
+            cache.index_put(INDEX_PREFIX + rec["function"], sha(rec["guards"]), rec)
+        if path and rec["kind"] == "graph":
+            spec = manifest_spec(rec, cf)
+            if spec is None:
+                log.info("dynexpr record: %s: an argument is neither an array nor a plain "
+                         "value; not written to %s", rec["function"], path)
+            else:
+                manifest.append(path, spec)
+    except Exception as e:  # recording must never break the call
+        log.warning("dynexpr: recording the entry of %s failed: %s", fn_id(cf._fn), e)
+
+
+def _examples(rec: dict, bound: Any) -> None:
+    """A dynamic dimension [lo, hi] gets this call's extent as its example: [lo, hi, n]."""
+    for i, a in enumerate(rec["args"]):
+        if "dtype" in a:
+            a["shape"] = [[d[0], d[1], int(bound[i].shape[axis])] if isinstance(d, list)
+                          else d for axis, d in enumerate(a["shape"])]
+
+
+def records(function: str | None = None) -> list[dict]:
+    """The entry records in the cache's index (of one function when named)."""
+    out = []
+    d = cache.cache_dir() / "index"
+    with contextlib.suppress(OSError):
+        for e in os.scandir(d):
+            if not e.name.endswith(".json"):
+                continue
+            rec = cache._tc.read_json_dict(d / e.name)
+            if rec is None or not str(rec.get("fn", "")).startswith(INDEX_PREFIX):
+                continue
+            value = rec.get("value")
+            if isinstance(value, dict) and (function is None
+                                            or value.get("function") == function):
+                value["_index"] = e.name
+                out.append(value)
+    out.sort(key=lambda r: (r.get("function", ""), r.get("time", 0)))
+    return out
