@@ -237,6 +237,18 @@ def note_unit(key: str) -> None:
 # Artifact, verified when the bundle was loaded. Empty unless a bundle is loaded.
 bundled: dict[str, "Artifact"] = {}
 bundled_source: dict[str, str] = {}  # cxx.source_key(source) -> unit key in `bundled`
+bundled_stat: dict[str, tuple | None] = {}  # file -> its stat signature when verified
+bundle_runtime: Path | None = None  # the loaded bundle's runtime library
+
+
+def note_bundle_miss(why: str | None = None) -> None:
+    """Tells the collector on this thread that a source was not in the loaded bundles
+    (why: the reason it could not be compiled either, if so)."""
+    keys = getattr(_collect, "keys", None)
+    if keys is not None:
+        keys.misses += 1
+        if why:
+            keys.unavailable = why
 
 
 # ------------------------------------------------------------------------ artifacts
@@ -276,8 +288,13 @@ def unit_digest(so: bytes, meta: bytes) -> str:
 
 def lookup(key: str, name: str = ARTIFACT) -> Artifact | None:
     """A published, verified artifact, or None (missing, damaged or not ours)."""
-    if bundled and key in bundled:  # verified when its bundle was loaded
-        return bundled[key]
+    if bundled and key in bundled:  # verified when its bundle was loaded (Note [bundles])
+        art = bundled[key]
+        if _signature(art.path) != bundled_stat.get(str(art.path)):
+            log.warning("dynexpr: bundle unit %s changed after its bundle was verified; "
+                        "not loading it", art.path)
+            return None
+        return art
     d = _unit_dir(key)
     try:
         why = trust.check_owned(d)

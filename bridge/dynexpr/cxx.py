@@ -18,12 +18,14 @@ import time
 from pathlib import Path
 
 from . import cache, trust
+from .artifacts import isa as _isa
 from . import toolchain as _tc
 from .cache import cache_dir, clean_stale, lock, verify_file
 from .toolchain import PKG_DIR, CompileError, Toolchain, source_dirs, system_includes
 from .toolchain import sha as _sha
 
-CXXFLAGS = ("-std=c++20", "-O2", "-march=native", "-fPIC")
+# -march=native, or the ISA level DYNEXPR_ISA names (artifacts/isa.py: precompile).
+CXXFLAGS = ("-std=c++20", "-O2", *_isa.compile_flags(), "-fPIC")
 LINKFLAGS = ("-shared", "-pthread")
 ARTIFACT = "unit.so"
 BACKEND = "cpu"  # the backend whose units this driver builds (part of each unit's key)
@@ -62,8 +64,16 @@ def unit_key(source: str) -> str:
     [bundles] in artifacts/bundle.py)."""
     key = cache.bundled_source.get(source_key(source)) if cache.bundled else None
     if key is None:
-        key = _sha({"backend": BACKEND, "source": source,
-                    "toolchain": toolchain().fingerprint()})
+        try:
+            key = _sha({"backend": BACKEND, "source": source,
+                        "toolchain": toolchain().fingerprint()})
+        except _tc.BuildUnavailable as e:
+            if cache.bundled:  # artifacts/record.py warns, naming the specialisation
+                e.bundle_miss = True
+                cache.note_bundle_miss(str(e).splitlines()[0])
+            raise
+        if cache.bundled:
+            cache.note_bundle_miss()
     cache.note_unit(key)
     return key
 

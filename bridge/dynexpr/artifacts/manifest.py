@@ -24,7 +24,6 @@ processes of one test suite can record into one manifest at once.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import math
@@ -150,9 +149,7 @@ def append(path: str | os.PathLike, spec: dict) -> bool:
     fd = os.open(str(p) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        have: list[dict] = []
-        with contextlib.suppress(FileNotFoundError):
-            have = load(p)
+        have = load(p) if p.exists() else []
         key = canonical(spec)
         if any(canonical(s) == key for s in have):
             return False

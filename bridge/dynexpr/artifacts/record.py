@@ -24,12 +24,20 @@ log = logging.getLogger("dynexpr.cache")
 INDEX_PREFIX = "spec:"  # the index's function identities of entry records
 
 
+class Collected(list):
+    """The unit keys named on one thread (cache.note_unit), and how many sources the
+    loaded bundles lacked (cache.note_bundle_miss; `unavailable`: why they could not be
+    compiled here either)."""
+    misses = 0
+    unavailable: str | None = None
+
+
 @contextlib.contextmanager
 def collecting():
     """Collects the unit keys named on this thread inside the block (cache.note_unit);
     an enclosing collector gets them too."""
     outer = getattr(cache._collect, "keys", None)
-    keys: list[str] = []
+    keys = Collected()
     cache._collect.keys = keys
     try:
         yield keys
@@ -37,6 +45,8 @@ def collecting():
         cache._collect.keys = outer
         if outer is not None:
             outer.extend(k for k in keys if k not in outer)
+            outer.misses += keys.misses
+            outer.unavailable = outer.unavailable or keys.unavailable
 
 
 def fn_id(fn: Any) -> str:
@@ -83,6 +93,8 @@ def manifest_spec(rec: dict, cf: Any) -> dict | None:
 
 def entry_added(cf: Any, bound: Any, entry: Any, units: list[str]) -> None:
     """Records a new entry (captured.py calls this once per entry it adds)."""
+    if getattr(units, "misses", 0):
+        _warn_bundle_miss(cf, bound, entry, units)
     path = os.environ.get("DYNEXPR_RECORD")
     if cf._backend.artifact is None and not path:
         return  # a backend that stores nothing (eager, a user's callable): no index
@@ -128,3 +140,38 @@ def records(function: str | None = None) -> list[dict]:
                 out.append(value)
     out.sort(key=lambda r: (r.get("function", ""), r.get("time", 0)))
     return out
+
+
+def _warn_bundle_miss(cf: Any, bound: Any, entry: Any, units: Collected) -> None:
+    """One warning per specialisation the loaded bundles lack (Note [bundles]): what it
+    is, how it differs from the nearest bundle entry, and what runs instead."""
+    from ..diagnostics import warn_once
+    from . import bundle
+
+    try:
+        fn = cf._fn
+        names = fn.__code__.co_varnames
+        name = fn_id(fn)
+        mine = specs.arg_specs(bound, names[:len(bound)], entry.guards)
+        from .cli import arg_text
+
+        text = f"{name}({', '.join(arg_text(a) for a in mine)})"
+        bundles = bundle.loaded()
+        recs = [s for b in bundles for s in b["specs"] if s["function"] == name]
+        where = ", ".join(b["path"] for b in bundles)
+        if recs:
+            best, lines = specs.nearest(recs, bound, fn, names)
+            near = (f"the nearest bundle entry is {name}("
+                    f"{', '.join(arg_text(a) for a in best['args'])}): "
+                    + ("; ".join(lines).replace("(cached)", "(bundle)") if lines else
+                       "its guards hold, but its graph differs"))
+        else:
+            near = f"the bundle has no entry of {name}"
+        then = (f"It runs with NumPy instead ({units.unavailable})" if units.unavailable
+                else "It is compiled here")
+        warn_once(("bundle-miss", name, sha([g.describe(names) for g in entry.guards])),
+                  f"dynexpr: {text} is not in the loaded bundle ({where}); {near}. {then}. "
+                  "Add it to the manifest and precompile again (DYNEXPR_RECORD=manifest.toml "
+                  "records it).", stacklevel=6)
+    except Exception as e:  # a warning must never break the call
+        log.warning("dynexpr: describing a bundle miss of %s failed: %s", fn_id(cf._fn), e)
