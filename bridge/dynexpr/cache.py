@@ -42,7 +42,6 @@ import logging
 import os
 import shutil
 import tempfile
-import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -219,36 +218,13 @@ def record(built: Path, final: Path) -> None:
     trust.write_private(final.with_name(final.name + ".sha256"),
                         (file_sha256(built) + "\n").encode())
 
-# ------------------------------------------------------- units a translation names
-# dynexpr.artifacts (record.py) collects the unit keys one thread's entry needs while it
-# is made: the index and the manifest name them, precompile bundles them. Nothing is
-# collected unless a collector is open on this thread (never on the per-call path).
-_collect = threading.local()
-
-
-def note_unit(key: str) -> None:
-    """Tells the collector open on this thread (if any) that unit `key` is needed."""
-    keys = getattr(_collect, "keys", None)
-    if keys is not None and key not in keys:
-        keys.append(key)
-
-
+# ----------------------------------------------------------------------- bundles
 # Units served by loaded bundles (dynexpr.artifacts.bundle, Note [bundles]): unit key ->
 # Artifact, verified when the bundle was loaded. Empty unless a bundle is loaded.
 bundled: dict[str, "Artifact"] = {}
 bundled_source: dict[str, str] = {}  # cxx.source_key(source) -> unit key in `bundled`
 bundled_stat: dict[str, tuple | None] = {}  # file -> its stat signature when verified
 bundle_runtime: Path | None = None  # the loaded bundle's runtime library
-
-
-def note_bundle_miss(why: str | None = None) -> None:
-    """Tells the collector on this thread that a source was not in the loaded bundles
-    (why: the reason it could not be compiled either, if so)."""
-    keys = getattr(_collect, "keys", None)
-    if keys is not None:
-        keys.misses += 1
-        if why:
-            keys.unavailable = why
 
 
 # ------------------------------------------------------------------------ artifacts

@@ -182,8 +182,7 @@ class CapturedFunction:
         if not below_accumulated_limit():
             return None
         try:
-            with artifacts_record.collecting() as units:  # the units the entry needs (artifacts/)
-                entry = self._new_entry(bound)
+            entry = self._new_entry(bound)
         except RecursionError:
             # Note [the translator's own stack]: the translator uses several Python
             # frames per frame it follows, so it can run out of stack where the plain
@@ -200,7 +199,7 @@ class CapturedFunction:
             warn_once((id(self), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
             return None
         judge.start(entry)
-        artifacts_record.entry_added(self, bound, entry, units)  # the cache index, DYNEXPR_RECORD
+        artifacts_record.entry_added(self, bound, entry)  # the cache index, DYNEXPR_RECORD
         # Note [entry lists are snapshots]: _entries first, so a reader that sees the
         # new _centries never misses the entry in _entries.
         self._entries, self._centries = added(self._entries, self._centries, entry)

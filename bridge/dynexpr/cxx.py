@@ -70,11 +70,7 @@ def unit_key(source: str) -> str:
         except _tc.BuildUnavailable as e:
             if cache.bundled:  # artifacts/record.py warns, naming the specialisation
                 e.bundle_miss = True
-                cache.note_bundle_miss(str(e).splitlines()[0])
             raise
-        if cache.bundled:
-            cache.note_bundle_miss()
-    cache.note_unit(key)
     return key
 
 

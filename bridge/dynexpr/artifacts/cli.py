@@ -74,22 +74,6 @@ def _human(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def arg_text(a: dict) -> str:
-    """x: float64[1000] C, a dynamic dimension as 2..4096 (n = 1000 when recorded)."""
-    if "dtype" in a:
-        dims = []
-        for d in a["shape"]:
-            if isinstance(d, list):
-                hi = "" if d[1] is None else d[1]
-                dims.append(f"{d[0]}..{hi}")
-            else:
-                dims.append(str(d))
-        return f"{a['name']}: {a['dtype']}[{', '.join(dims)}] {a['layout']}"
-    if "type" in a:
-        return f"{a['name']}: {a['type']}"
-    return f"{a['name']}={a.get('value')!r}"
-
-
 def _unit_state(key: str) -> str:
     return "cached" if (cache.unit_dir(key) / "unit.so").is_file() else "missing"
 
@@ -106,7 +90,7 @@ def ls() -> int:
     for r in recs:
         units = ", ".join(f"{k[:12]} ({_unit_state(k)})" for k in r.get("units", [])) or "-"
         age = now - r.get("time", now)
-        print(f"{r['function']}({', '.join(arg_text(a) for a in r['args'])})")
+        print(f"{r['function']}({', '.join(specs.arg_text(a) for a in r['args'])})")
         print(f"    {r.get('kind', 'graph')}, backend {r.get('backend')}, "
               f"{len(r.get('guards', []))} guards, units: {units}, "
               f"recorded {age / 3600:.1f} h ago")
@@ -132,7 +116,7 @@ def info(key: str) -> int:
                   file=sys.stderr)
             return 1
         for n, r in enumerate(recs, 1):
-            print(f"entry {n}: {key}({', '.join(arg_text(a) for a in r['args'])})")
+            print(f"entry {n}: {key}({', '.join(specs.arg_text(a) for a in r['args'])})")
             for g in r.get("guards", []):
                 print(f"    guard {g['text']}")
             for k in r.get("units", []):
@@ -160,7 +144,7 @@ def info(key: str) -> int:
         print(f"    source {with_src} ({len(with_src.read_text().splitlines())} lines)")
     users = [r for r in record.records() if d.name in r.get("units", [])]
     for r in users:
-        print(f"    used by {r['function']}({', '.join(arg_text(a) for a in r['args'])})")
+        print(f"    used by {r['function']}({', '.join(specs.arg_text(a) for a in r['args'])})")
     if not users:
         print("    used by no recorded entry")
     return 0
@@ -202,10 +186,10 @@ def why_miss(fn: Any, args: tuple, kwargs: dict) -> int:
               "translates and compiles one (no entry of this function was recorded there)")
         return 0
     best, lines = specs.nearest(recs, bound, plain, code.co_varnames)
-    call = ", ".join(arg_text(a) for a in specs.arg_specs(bound, code.co_varnames, ()))
+    call = ", ".join(specs.arg_text(a) for a in specs.arg_specs(bound, code.co_varnames, ()))
     print(f"call: {name}({call})")
     print(f"nearest of {len(recs)} cached entries: "
-          f"{name}({', '.join(arg_text(a) for a in best['args'])})")
+          f"{name}({', '.join(specs.arg_text(a) for a in best['args'])})")
     if not lines:
         missing = [k for k in best.get("units", []) if _unit_state(k) == "missing"]
         if missing:

@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import bundle, isa, manifest
+from . import bundle, isa, manifest, specs
 
 
 def add_parser(sub) -> None:
@@ -64,8 +64,6 @@ def _bar(total: int, desc: str):
 
 
 def _spec_text(spec: dict) -> str:
-    from .cli import arg_text
-
     args = []
     for a in spec.get("args", []):
         if "dtype" in a:
@@ -73,7 +71,7 @@ def _spec_text(spec: dict) -> str:
                                else d for d in a["shape"]], layout=a.get("layout", "C"))
         elif a.get("none"):
             a = dict(a, value=None)
-        args.append(arg_text(a))
+        args.append(specs.arg_text(a))
     return ", ".join(args)
 
 

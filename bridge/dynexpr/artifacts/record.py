@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
-from .. import cache
+from .. import background, cache, eager
 from ..toolchain import sha
 from . import manifest, specs
 
@@ -24,29 +26,27 @@ log = logging.getLogger("dynexpr.cache")
 INDEX_PREFIX = "spec:"  # the index's function identities of entry records
 
 
-class Collected(list):
-    """The unit keys named on one thread (cache.note_unit), and how many sources the
-    loaded bundles lacked (cache.note_bundle_miss; `unavailable`: why they could not be
-    compiled here either)."""
-    misses = 0
-    unavailable: str | None = None
-
-
-@contextlib.contextmanager
-def collecting():
-    """Collects the unit keys named on this thread inside the block (cache.note_unit);
-    an enclosing collector gets them too."""
-    outer = getattr(cache._collect, "keys", None)
-    keys = Collected()
-    cache._collect.keys = keys
-    try:
-        yield keys
-    finally:
-        cache._collect.keys = outer
-        if outer is not None:
-            outer.extend(k for k in keys if k not in outer)
-            outer.misses += keys.misses
-            outer.unavailable = outer.unavailable or keys.unavailable
+def units_of(compiled: Any) -> list[str] | None:
+    """The unit keys an entry's callable runs (a native Kernel's unit directory is named
+    by its key; a split kernel runs several); None for a callable that runs no unit yet:
+    NumPy (eager, or a fallback), or a unit still compiling in the background."""
+    if compiled is None:
+        return []
+    fns = getattr(compiled, "fns", None)  # split.SplitKernel
+    if fns is not None:
+        out = []
+        for f in fns:
+            keys = units_of(f)
+            if keys is None:
+                return None
+            out += [k for k in keys if k not in out]
+        return out
+    path = getattr(compiled, "path", None)  # _native.Kernel
+    if isinstance(path, str):
+        return [Path(path).parent.name]
+    if getattr(compiled, "__module__", None) in (eager.__name__, background.__name__):
+        return None
+    return []  # nothing to build (every output is an input, no outputs at all)
 
 
 def fn_id(fn: Any) -> str:
@@ -91,10 +91,13 @@ def manifest_spec(rec: dict, cf: Any) -> dict | None:
     return spec
 
 
-def entry_added(cf: Any, bound: Any, entry: Any, units: list[str]) -> None:
+def entry_added(cf: Any, bound: Any, entry: Any) -> None:
     """Records a new entry (captured.py calls this once per entry it adds)."""
-    if getattr(units, "misses", 0):
+    units = units_of(entry.compiled)
+    if cache.bundled and entry.compiled is not None and cf._backend.artifact and (
+            units is None or any(k not in cache.bundled for k in units)):
         _warn_bundle_miss(cf, bound, entry, units)
+    units = units or []
     path = os.environ.get("DYNEXPR_RECORD")
     if cf._backend.artifact is None and not path:
         return  # a backend that stores nothing (eager, a user's callable): no index
@@ -142,7 +145,7 @@ def records(function: str | None = None) -> list[dict]:
     return out
 
 
-def _warn_bundle_miss(cf: Any, bound: Any, entry: Any, units: Collected) -> None:
+def _warn_bundle_miss(cf: Any, bound: Any, entry: Any, units: list | None) -> None:
     """One warning per specialisation the loaded bundles lack (Note [bundles]): what it
     is, how it differs from the nearest bundle entry, and what runs instead."""
     from ..diagnostics import warn_once
@@ -153,22 +156,27 @@ def _warn_bundle_miss(cf: Any, bound: Any, entry: Any, units: Collected) -> None
         names = fn.__code__.co_varnames
         name = fn_id(fn)
         mine = specs.arg_specs(bound, names[:len(bound)], entry.guards)
-        from .cli import arg_text
-
-        text = f"{name}({', '.join(arg_text(a) for a in mine)})"
+        text = f"{name}({', '.join(specs.arg_text(a) for a in mine)})"
         bundles = bundle.loaded()
         recs = [s for b in bundles for s in b["specs"] if s["function"] == name]
         where = ", ".join(b["path"] for b in bundles)
         if recs:
             best, lines = specs.nearest(recs, bound, fn, names)
             near = (f"the nearest bundle entry is {name}("
-                    f"{', '.join(arg_text(a) for a in best['args'])}): "
+                    f"{', '.join(specs.arg_text(a) for a in best['args'])}): "
                     + ("; ".join(lines).replace("(cached)", "(bundle)") if lines else
                        "its guards hold, but its graph differs"))
         else:
             near = f"the bundle has no entry of {name}"
-        then = (f"It runs with NumPy instead ({units.unavailable})" if units.unavailable
-                else "It is compiled here")
+        if getattr(entry.compiled, "__module__", None) == eager.__name__:
+            cxx = os.environ.get("CXX") or "c++"
+            why = ("no C++ compiler found" if shutil.which(cxx) is None
+                   else "kernels cannot be compiled here now")
+            then = f"It runs with NumPy instead ({why})"
+        elif units is None:
+            then = "It is compiled here (NumPy runs it meanwhile)"
+        else:
+            then = "It was compiled here"
         warn_once(("bundle-miss", name, sha([g.describe(names) for g in entry.guards])),
                   f"dynexpr: {text} is not in the loaded bundle ({where}); {near}. {then}. "
                   "Add it to the manifest and precompile again (DYNEXPR_RECORD=manifest.toml "

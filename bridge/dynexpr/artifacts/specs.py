@@ -102,6 +102,22 @@ def arg_specs(bound: Sequence[Any], names: Sequence[str], guards) -> list[dict]:
     return out
 
 
+def arg_text(a: dict) -> str:
+    """x: float64[1000] C, a dynamic dimension as 2..4096 (n = 1000 when recorded)."""
+    if "dtype" in a:
+        dims = []
+        for d in a["shape"]:
+            if isinstance(d, list):
+                hi = "" if d[1] is None else d[1]
+                dims.append(f"{d[0]}..{hi}")
+            else:
+                dims.append(str(d))
+        return f"{a['name']}: {a['dtype']}[{', '.join(dims)}] {a['layout']}"
+    if "type" in a:
+        return f"{a['name']}: {a['type']}"
+    return f"{a['name']}={a.get('value')!r}"
+
+
 # ----------------------------------------------------------------------- differences
 def _observe(kind: str, source: Any, bound: Sequence[Any], fn: Any) -> Any:
     """The call's counterpart of a portable expected value (raises if unreachable)."""

@@ -171,7 +171,7 @@ def build(spec: dict) -> dict:
     want = plain(*_copy(args), **kwargs)
     before = dict(cache.stats)
     problems = []
-    with warnings.catch_warnings(record=True) as caught, record.collecting() as units:
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DynexprWarning)
         got = cf(*args, **kwargs)
     for w in caught:
@@ -179,9 +179,14 @@ def build(spec: dict) -> dict:
             problems.append(str(w.message).splitlines()[0])
     names = plain.__code__.co_varnames
     entries = cf.entries + cf._segments.all_entries()
+    units: list[str] = []
     for e in entries:
         if e.reason is not None:
             problems.append(f"graph break: {e.reason}")
+        keys = record.units_of(e.compiled)
+        if keys is None:
+            problems.append("an entry runs with NumPy, not a compiled unit")
+        units += [k for k in keys or () if k not in units]
     why = _same(want, got)
     if why:
         problems.append(why)
