@@ -7,8 +7,7 @@
     backend = "cpu"
     mode = "default"
     args = [
-      { name = "x", dtype = "float32", layout = "C",
-        shape = [{ min = 2, max = 4096, example = 1000 }, 3] },
+      { name = "x", dtype = "float32", shape = [{ min = 2, max = 4096, example = 100 }, 3] },
       { name = "alpha", value = 0.5 },
     ]
 
