@@ -12,6 +12,7 @@ the captured graph (config.background_compile); synchronize() waits for those co
 from __future__ import annotations
 
 import builtins
+import os as _os
 import functools
 import types
 from collections.abc import Callable
@@ -158,6 +159,23 @@ def mark_static(a: Any, dim: int | None = None) -> None:
         _dynamic.mark(a, d, None, "mark_static")
 
 
+def load_artifacts(path: str) -> str:
+    """Makes this process use the precompiled units of the bundle at `path` (written by
+    `python -m dynexpr precompile`): verified first (sha256 of every file, the signature
+    when DYNEXPR_BUNDLE_KEY is set), the best ISA level this CPU runs chosen. Returns the
+    level; raises dynexpr.artifacts.bundle.BundleError when it must not be loaded.
+    DYNEXPR_ARTIFACTS=path does the same at import (warning instead of raising)."""
+    from .artifacts import bundle
+
+    return bundle.load(path)
+
+
+if _os.environ.get("DYNEXPR_ARTIFACTS"):
+    from .artifacts import bundle as _bundle
+
+    _bundle.load_from_env()
+
+
 __all__ = [
     "capture",
     "explain",
@@ -173,4 +191,5 @@ __all__ = [
     "DynexprWarning",
     "Guard",
     "logs",
+    "load_artifacts",
 ]

@@ -1,4 +1,6 @@
 """python -m dynexpr explain MODULE:FUNCTION --args-from MODULE:MAKE_ARGS
+python -m dynexpr cache ls | info KEY | clear | why-miss MODULE:FUNCTION --args-from ...
+python -m dynexpr precompile MANIFEST -o BUNDLE [-j N] [--isa LIST]
 
 Prints dynexpr.explain's report for one call of FUNCTION (a plain or captured function,
 found by importing MODULE; a dotted name after the colon reaches a method or nested
@@ -46,13 +48,18 @@ def _split_args(made: Any) -> tuple[tuple, dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dynexpr",
                                  description="dynexpr's command line: explain a capture, "
-                                             "list the ops")
+                                             "look into the cache, list the ops")
     sub = ap.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("explain", help="print dynexpr.explain for one call")
     ex.add_argument("function", help="module:function (or module:Class.method)")
     ex.add_argument("--args-from", required=True, metavar="MODULE:MAKE_ARGS",
                     help="a function returning the arguments: a tuple, a dict of keywords, "
                          "or (tuple, dict)")
+    from dynexpr.artifacts import cli as artifacts_cli
+    from dynexpr.artifacts import precompile
+
+    artifacts_cli.add_parser(sub)
+    precompile.add_parser(sub)
     sub.add_parser("ops", help="list the ops and dtypes of the op manifest "
                                "(include/dynexpr/ops/manifest.py)")
     ns = ap.parse_args(argv)
@@ -61,6 +68,16 @@ def main(argv: list[str] | None = None) -> int:
 
         print(ops.listing())
         return 0
+    if ns.command == "cache":
+        return artifacts_cli.run(ns, _load, _split_args)
+    if ns.command == "precompile":
+        from dynexpr.artifacts import bundle, manifest
+
+        try:
+            return precompile.run(ns.manifest, ns.output, ns.jobs,
+                                  [s.strip() for s in ns.isa.split(",") if s.strip()])
+        except (manifest.ManifestError, ValueError, bundle.BundleError) as e:
+            raise SystemExit(str(e)) from None
     import dynexpr
 
     fn = _load(ns.function, "the function")

@@ -218,6 +218,15 @@ def record(built: Path, final: Path) -> None:
     trust.write_private(final.with_name(final.name + ".sha256"),
                         (file_sha256(built) + "\n").encode())
 
+# ----------------------------------------------------------------------- bundles
+# Units served by loaded bundles (dynexpr.artifacts.bundle, Note [bundles]): unit key ->
+# Artifact, verified when the bundle was loaded. Empty unless a bundle is loaded.
+bundled: dict[str, "Artifact"] = {}
+bundled_source: dict[str, str] = {}  # cxx.source_key(source) -> unit key in `bundled`
+bundled_stat: dict[str, tuple | None] = {}  # file -> its stat signature when verified
+bundle_runtime: Path | None = None  # the loaded bundle's runtime library
+
+
 # ------------------------------------------------------------------------ artifacts
 @dataclass
 class Artifact:
@@ -255,6 +264,13 @@ def unit_digest(so: bytes, meta: bytes) -> str:
 
 def lookup(key: str, name: str = ARTIFACT) -> Artifact | None:
     """A published, verified artifact, or None (missing, damaged or not ours)."""
+    if bundled and key in bundled:  # verified when its bundle was loaded (Note [bundles])
+        art = bundled[key]
+        if _signature(art.path) != bundled_stat.get(str(art.path)):
+            log.warning("dynexpr: bundle unit %s changed after its bundle was verified; "
+                        "not loading it", art.path)
+            return None
+        return art
     d = _unit_dir(key)
     try:
         why = trust.check_owned(d)
@@ -336,7 +352,10 @@ def _publish(key: str, meta: dict, make: Maker, name: str) -> Artifact:
 
 
 def discard(key: str) -> None:
-    """Removes the published unit `key` (it verified but did not load)."""
+    """Removes the published unit `key` (it verified but did not load); a bundle's unit
+    is only forgotten (a bundle is read-only)."""
+    if bundled.pop(key, None) is not None:
+        return
     with lock(key):
         shutil.rmtree(_unit_dir(key), ignore_errors=True)
 

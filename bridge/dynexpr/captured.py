@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import backends, judge, logs
+from .artifacts import record as artifacts_record
 from .backends import policy
 from .capture import GraphBreakError, InternalError, Unsupported, translate
 from .capture.calls import BindError, bind_call
@@ -198,6 +199,7 @@ class CapturedFunction:
             warn_once((id(self), "internal"), f"{e}\n(suppress_errors: running as plain Python)")
             return None
         judge.start(entry)
+        artifacts_record.entry_added(self, bound, entry)  # the cache index, DYNEXPR_RECORD
         # Note [entry lists are snapshots]: _entries first, so a reader that sees the
         # new _centries never misses the entry in _entries.
         self._entries, self._centries = added(self._entries, self._centries, entry)

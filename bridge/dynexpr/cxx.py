@@ -18,12 +18,14 @@ import time
 from pathlib import Path
 
 from . import cache, trust
+from .artifacts import isa as _isa
 from . import toolchain as _tc
 from .cache import cache_dir, clean_stale, lock, verify_file
 from .toolchain import PKG_DIR, CompileError, Toolchain, source_dirs, system_includes
 from .toolchain import sha as _sha
 
-CXXFLAGS = ("-std=c++20", "-O2", "-march=native", "-fPIC")
+# -march=native, or the ISA level DYNEXPR_ISA names (artifacts/isa.py: precompile).
+CXXFLAGS = ("-std=c++20", "-O2", *_isa.compile_flags(), "-fPIC")
 LINKFLAGS = ("-shared", "-pthread")
 ARTIFACT = "unit.so"
 BACKEND = "cpu"  # the backend whose units this driver builds (part of each unit's key)
@@ -57,9 +59,25 @@ cache.on_reset(_forget_toolchain)  # the memo lives in the cache directory
 # ----------------------------------------------------------------------------- units
 def unit_key(source: str) -> str:
     """The key of the unit built from `source`: the backend, the source and everything
-    of the toolchain that changes the binary (Toolchain.fingerprint)."""
-    return _sha({"backend": BACKEND, "source": source,
-                 "toolchain": toolchain().fingerprint()})
+    of the toolchain that changes the binary (Toolchain.fingerprint). A loaded bundle
+    that holds a unit for `source` gives that unit's key, with no compiler asked (Note
+    [bundles] in artifacts/bundle.py)."""
+    key = cache.bundled_source.get(source_key(source)) if cache.bundled else None
+    if key is None:
+        try:
+            key = _sha({"backend": BACKEND, "source": source,
+                        "toolchain": toolchain().fingerprint()})
+        except _tc.BuildUnavailable as e:
+            if cache.bundled:  # artifacts/record.py warns, naming the specialisation
+                e.bundle_miss = True
+            raise
+    return key
+
+
+def source_key(source: str) -> str:
+    """What a bundle finds a unit by: its backend and source, not the toolchain (the
+    bundle's toolchain and ISA are checked once, when it is loaded)."""
+    return _sha({"backend": BACKEND, "source": source})
 
 
 def get_or_build(source: str, meta: dict) -> cache.Artifact:

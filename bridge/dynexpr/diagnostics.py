@@ -46,6 +46,8 @@ def reset() -> None:
 
 def warn_unavailable(err: BaseException) -> None:
     """Note [when building is not possible] (backends/policy.py)."""
+    if getattr(err, "bundle_miss", False):
+        return  # artifacts/record.py warns, naming the specialisation the bundle lacks
     warn_once("build-unavailable",
               f"{err}\ndynexpr: kernels cannot be compiled here now; captured functions run "
               "with NumPy instead (the same results, unfused). Free disk space, make the "

@@ -149,7 +149,8 @@ def kernel_threads() -> int | None:
 def _runtime_lib():
     """The verified runtime library, loaded once per process (Note [loading a unit])."""
     if _rt["lib"] is None:
-        path = cxx.ensure_runtime() / cxx.RUNTIME_LIB
+        # A loaded bundle's own (Note [bundles] in artifacts/bundle.py: no compiler needed)
+        path = cache.bundle_runtime or cxx.ensure_runtime() / cxx.RUNTIME_LIB
         lib = ctypes.CDLL(str(path))
         threads = _rt["threads"]
         if threads is None:
