@@ -59,7 +59,7 @@ class _Unit:
         self.declared_tmp: set[int] = set()
         self.written_out: set[int] = set()  # outputs already stored to (assign_fresh once)
         self.sym_index = {name: k for k, name in enumerate(s.symbols)}
-        # Inside a run of row blocks (emit_rows): C++ name -> the name of its row view.
+        # Inside a run of row blocks (row_blocks.open_run): C++ name -> its row view's name.
         self.rename: dict[str, str] = {}
         self.fresh_tmp: set[int] = set()  # tmps allocated empty whose first write is next
 
@@ -115,7 +115,7 @@ class _Unit:
         for n, k in enumerate(s.kernels):
             if n in runs:
                 run = runs[n]
-                saved = self.open_rows(run)
+                saved = row_blocks.open_run(self, run)
             targets = ", ".join(self.buffer_label(st.buffer) for st in k.stores)
             self.emit(f"// kernel {n}: {k.kind} -> {targets}")
             for st in k.stores:
@@ -126,44 +126,11 @@ class _Unit:
                 else:
                     self.store(st.value, st.buffer)
             if run is not None and n == run.last:
-                self.close_rows(run, saved)
+                row_blocks.close_run(self, run, saved)
                 run = None
         lines = [line.rstrip() for line in self.lines] + ["}"]
         self.lines = []
         return lines
-
-    # -------------------------------------------------------------------- row blocks
-    def open_rows(self, run: row_blocks.Run) -> tuple:
-        """Opens `dxk::row_blocks(..., [&](r0, r1) {` around the run's kernels (Note [row
-        blocks] in kernels/prelude.hpp): the outputs and shared temporaries it writes and
-        the row values it reads are renamed to row views of [r0, r1)."""
-        n = run.last - run.first + 1
-        self.emit(f"// kernels {run.first}-{run.last}: row blocks (Note [row blocks])")
-        for b in run.shared_tmps:
-            self.declared_tmp.add(b.index)
-            self.fresh_tmp.add(b.index)
-            self.emit(f"auto t{b.index} = dx::Tensor<{CTYPE[b.dtype]}>::empty("
-                      f"{self.shape(b.shape)});")
-        w = run.widest
-        self.emit(f"dxk::row_blocks({self.shape(w.shape)}, sizeof({CTYPE[w.dtype]}), {n}, "
-                  f"[&](dx::index_t r0, dx::index_t r1) {{")
-        views = [self.buffer_ref(st.buffer) for k in self.s.kernels[run.first:run.last + 1]
-                 for st in k.stores if st.buffer.kind == "out" or st.buffer in run.shared_tmps]
-        views += [self.ref(v) for v in run.reads]
-        self.rename = {name: name + "r" for name in dict.fromkeys(views)}
-        for name, row in self.rename.items():
-            self.emit(f"auto {row} = dxk::rows({name}, r0, r1);")
-        return set(self.names), set(self.declared_tmp)
-
-    def close_rows(self, run: row_blocks.Run, saved: tuple) -> None:
-        names, tmps = saved
-        self.rename = {}
-        self.emit("});")
-        # Names declared inside the block's lambda are out of scope after it.
-        for k in [k for k in self.names if k not in names]:
-            del self.names[k]
-        self.declared_tmp &= tmps
-        self.fresh_tmp -= {b.index for b in run.shared_tmps}
 
     def bref(self, b: Buffer) -> str:
         """buffer_ref, or its row view inside a run of row blocks."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import ir
+from . import ir, manifest
 from .schedule import Buffer, Kernel, Schedule
 
 # Reductions a run takes: the ones codegen spells as dx::NAME(x, axes, keepdims).
@@ -187,3 +187,39 @@ def _row_elems(shape) -> int:
 
 def _axes(axes) -> tuple:
     return tuple(axes) if isinstance(axes, (tuple, list)) else (axes,)
+
+
+# ------------------------------------------------------------------- emitting a run
+def open_run(unit, run: Run) -> tuple:
+    """Opens `dxk::row_blocks(..., [&](r0, r1) {` around the run's kernels (Note [row
+    blocks] in kernels/prelude.hpp): the outputs and shared temporaries it writes and
+    the row values it reads are renamed to row views of [r0, r1)."""
+    n = run.last - run.first + 1
+    unit.emit(f"// kernels {run.first}-{run.last}: row blocks (Note [row blocks])")
+    for b in run.shared_tmps:
+        unit.declared_tmp.add(b.index)
+        unit.fresh_tmp.add(b.index)
+        unit.emit(f"auto t{b.index} = dx::Tensor<{manifest.CTYPE[b.dtype]}>::empty("
+                  f"{unit.shape(b.shape)});")
+    w = run.widest
+    unit.emit(f"dxk::row_blocks({unit.shape(w.shape)}, sizeof({manifest.CTYPE[w.dtype]}), "
+              f"{n}, [&](dx::index_t r0, dx::index_t r1) {{")
+    views = [unit.buffer_ref(st.buffer) for k in unit.s.kernels[run.first:run.last + 1]
+             for st in k.stores if st.buffer.kind == "out" or st.buffer in run.shared_tmps]
+    views += [unit.ref(v) for v in run.reads]
+    unit.rename = {name: name + "r" for name in dict.fromkeys(views)}
+    for name, row in unit.rename.items():
+        unit.emit(f"auto {row} = dxk::rows({name}, r0, r1);")
+    return set(unit.names), set(unit.declared_tmp)
+
+
+def close_run(unit, run: Run, saved: tuple) -> None:
+    """Closes the lambda open_run opened; what was declared inside it is forgotten."""
+    names, tmps = saved
+    unit.rename = {}
+    unit.emit("});")
+    # Names declared inside the block's lambda are out of scope after it.
+    for k in [k for k in unit.names if k not in names]:
+        del unit.names[k]
+    unit.declared_tmp &= tmps
+    unit.fresh_tmp -= {b.index for b in run.shared_tmps}
