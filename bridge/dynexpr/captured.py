@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, judge, logs
+from . import backends, dask_run, judge, logs
 from .backends import policy
 from .capture import GraphBreakError, InternalError, Unsupported, translate
 from .capture.calls import BindError, bind_call
@@ -33,6 +33,7 @@ from .capture.concrete import not_resumable
 from .capture import dynamic
 from .capture.translate import stack_depth, translate_dynamic
 from .config import config, on_change
+from .dask_run import has_dask
 from . import diagnostics
 from .diagnostics import DynexprWarning, _state, warn_once  # noqa: F401  (re-exported)
 from .entries import (Entry, added, below_accumulated_limit, below_limit, find, inputs_of,
@@ -147,6 +148,8 @@ class CapturedFunction:
         if getattr(fn, "__dynexpr_disable__", False):
             self._misses += 1
             return fn(*args, **kwargs)
+        if has_dask(bound):  # Dask arrays fail every entry's guards: only a miss sees them
+            return dask_run.call(self, bound, args, kwargs)
         if self._deep is not None and stack_depth() >= self._deep:
             self._misses += 1
             return fn(*args, **kwargs)  # Note [the translator's own stack]
