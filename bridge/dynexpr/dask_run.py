@@ -42,23 +42,23 @@ class Built:
 
 
 def call(cf, bound: list, args: tuple, kwargs: dict) -> Any:
-    return build(cf, bound, args, kwargs).result
+    return build(cf._fn, bound, args, kwargs).result
 
 
-def build(cf, bound: list, args: tuple, kwargs: dict) -> Built:
+def build(fn, bound: list, args: tuple, kwargs: dict, run_plain: bool = True) -> Built:
+    """fn(*args, **kwargs) on Dask arrays, lazily. run_plain=False (explain): a call
+    that Dask's own operations run is not made (result None): a graph break in it would
+    compute on the client."""
     import dask.array as da
 
-    fn = cf._fn
     darrs = [a for a in bound if isinstance(a, da.Array)]
     plan, bound = _translated(fn, bound, darrs, da)
-    if plan.kind == "dask":
-        return Built(plan, fn(*args, **kwargs), darrs)
-    try:
-        result = _lazy(plan, bound, fn, da)
-    except _NotChunkwise as e:
-        plan = dask_plan.Plan("dask", str(e))
-        return Built(plan, fn(*args, **kwargs), darrs)
-    return Built(plan, result, darrs)
+    if plan.kind != "dask":
+        try:
+            return Built(plan, _lazy(plan, bound, fn, da), darrs)
+        except _NotChunkwise as e:
+            plan = dask_plan.Plan("dask", str(e), translation=plan.translation)
+    return Built(plan, fn(*args, **kwargs) if run_plain else None, darrs)
 
 
 class _NotChunkwise(Exception):

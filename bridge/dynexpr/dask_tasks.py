@@ -59,7 +59,9 @@ class Chunk:
     def __init__(self, kernel: Kernel, op: str, inputs: list, pos: int) -> None:
         self.kernel, self.op, self.inputs, self.pos = kernel, op, inputs, pos
 
-    def __call__(self, block, axis=None, keepdims=True, **_):
+    def __call__(self, block, axis=None, keepdims=True, computing_meta=False, **_):
+        if computing_meta:  # Dask asking for the type of a partial: no kernel for that
+            return block
         blocks = list(self.inputs)
         blocks[self.pos] = block
         outs = self.kernel(*blocks)
@@ -115,4 +117,5 @@ class Combine:
 
 
 def _squeeze(a, axis, keepdims: bool):
-    return a if keepdims else np.squeeze(a, axis=axis)
+    a = a if keepdims else np.squeeze(a, axis=axis)
+    return a[()] if a.ndim == 0 else a  # a NumPy scalar, as Dask's own reductions give
