@@ -11,7 +11,7 @@ from . import dask_run
 
 @dataclass
 class DaskExplain:
-    kind: str  # "blockwise" | "reduction" | "dask" (Note [dask chunk plans])
+    kind: str  # "blockwise" | "reduction" | "stencil" | "dask" (Note [dask chunk plans])
     why: str  # for "dask": why Dask's own operations run the call
     chunks: int  # chunks of the (first) Dask argument
     tasks_plain: int | None  # tasks of fn on the Dask arrays (Dask + NumPy), inputs not counted
@@ -22,6 +22,9 @@ class DaskExplain:
         lines = [f"Dask inputs: {self.chunks} chunks; plan: {self.kind}"]
         if self.kind == "blockwise":
             lines.append("  the whole graph runs as one compiled kernel per chunk")
+        elif self.kind == "stencil":
+            lines.append("  one task per chunk (map_overlap, halo from the slices) runs the "
+                         "captured function on the chunk and its halo")
         elif self.kind == "reduction":
             lines.append("  a compiled chunk step per chunk (partials), then Dask's "
                          "combine/aggregate tree on the partials")

@@ -31,7 +31,7 @@ POINTWISE = ("astype", "where")
 
 @dataclass
 class Plan:
-    kind: str  # "blockwise" | "reduction" | "dask"
+    kind: str  # "blockwise" | "reduction" | "dask" ("stencil": dask_stencil.py)
     why: str = ""  # for "dask": what made the graph not chunk-wise
     graph: ir.Graph | None = None  # blockwise: the graph; reduction: the chunk-step graph
     labels: list = field(default_factory=list)  # per output: its dims' dask axes (or None)

@@ -17,10 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from . import dask_plan, dask_tasks
+from . import dask_plan, dask_stencil, dask_tasks
 from .capture import Unsupported, translate
 from .capture.translate import translate_dynamic
 from .guards import resolve
+
+
+# Why a graph is not chunk-wise when it slices along a chunked axis: then try a stencil.
+STENCIL_WHY = ("the graph depends on a chunked extent",
+               "getitem is not taken chunk-wise (Dask's own operation runs it)")
 
 
 def has_dask(bound) -> bool:
@@ -53,6 +58,12 @@ def build(fn, bound: list, args: tuple, kwargs: dict, run_plain: bool = True) ->
 
     darrs = [a for a in bound if isinstance(a, da.Array)]
     plan, bound = _translated(fn, bound, darrs, da)
+    if plan.kind == "dask" and plan.why in STENCIL_WHY:  # Note [dask stencils]
+        got = dask_stencil.lazy(fn, bound, darrs, da)
+        if not isinstance(got, str):
+            return Built(dask_plan.Plan("stencil"), got, darrs)
+        plan = dask_plan.Plan("dask", f"{plan.why}; not a stencil: {got}",
+                              translation=plan.translation)
     if plan.kind != "dask":
         try:
             return Built(plan, _lazy(plan, bound, fn, da), darrs)

@@ -63,6 +63,14 @@ def diff(x):
     return x[1:] - x[:-1]
 
 
+def laplace(x):
+    return x[2:, 1:-1] + x[:-2, 1:-1] + x[1:-1, 2:] + x[1:-1, :-2] - 4.0 * x[1:-1, 1:-1]
+
+
+def diff_times(x, y):
+    return (x[1:] - x[:-1]) * y[:-1]
+
+
 def matmul_then(x, w):
     return np.tanh(x @ w)
 
@@ -136,12 +144,39 @@ def test_float32_and_int_inputs(client):
 def test_what_is_not_chunkwise_goes_to_dask(client):
     w = RNG.standard_normal((6, 3))
     dx = da.from_array(X, chunks=(300, 6))
-    for fn, args in ((col_argmax, (X,)), (diff, (X,)), (matmul_then, (X, w))):
+    for fn, args in ((col_argmax, (X,)), (matmul_then, (X, w))):
         _check(fn, *args)
         dargs = [da.from_array(a, chunks=(300, 6)) if a is X else a for a in args]
         ex = dynexpr.explain(fn, *dargs)
         assert ex.kind == "dask" and ex.why, ex
-    assert "went to Dask" in str(dynexpr.explain(diff, dx))
+    assert "went to Dask" in str(dynexpr.explain(col_argmax, dx))
+
+
+def test_slice_stencils_run_through_map_overlap(client):
+    # Halo from the slices: 1 row for diff, 1 along both axes for the 5-point Laplacian
+    # (chunks 300/300/300/101, and 80/80/41 by 20/20/10: ragged last chunks on each axis).
+    _check(diff, X, kind="stencil")
+    _check(diff_times, X, Y, kind="stencil")
+    z = RNG.standard_normal((201, 50))
+    _check(laplace, z, chunks=(80, 20), kind="stencil")
+    # A last chunk no longer than the halo: Dask's own slicing runs it.
+    _check(diff, X[:901], chunks=(300, 6))
+    assert dynexpr.explain(diff, da.from_array(X[:601], chunks=(300, 6))).kind == "dask"
+
+
+def test_ragged_chunks_share_one_kernel():
+    from dynexpr import dask_tasks
+
+    def chain3(x, y):
+        return np.exp(-x * y) + np.cos(x) * 3.0
+
+    # Chunks 300, 300, 1: the last chunk of one row runs the same symbolic kernel.
+    x, y = RNG.standard_normal((601, 3)), RNG.standard_normal((601, 3))
+    before = len(dask_tasks._compiled)
+    got = dynexpr.capture(chain3)(da.from_array(x, chunks=(300, 3)),
+                                  da.from_array(y, chunks=(300, 3)))
+    assert_same(chain3(x, y), got.compute(scheduler="sync"))
+    assert len(dask_tasks._compiled) == before + 1
 
 
 def test_graph_break_computes_on_the_client(client):
