@@ -307,6 +307,11 @@ class CapturedFunction:
         return self._fn.__code__.co_varnames
 
 
+# The captured function a stencil task runs on each chunk (dask_stencil.py).
+dask_run.dask_stencil.capture_fn = (
+    lambda fn: CapturedFunction(fn, "cpu", "default", None, False, True))
+
+
 def _after_fork_in_child() -> None:
     # A lock another thread held at the fork stays held forever in the child.
     for f in list(_live):

@@ -22,6 +22,9 @@ from . import dask_plan, manifest
 from .capture import Unsupported, translate
 
 _captured: dict[bytes, object] = {}
+# fn -> its captured function with the default options: set by captured.py, the layer
+# above, which this module does not import (no import cycle).
+capture_fn = None
 _lock = threading.Lock()
 
 
@@ -36,10 +39,9 @@ class Stencil:
     def __call__(self, *blocks):
         cf = _captured.get(self.key)
         if cf is None:
-            from .captured import CapturedFunction
             with _lock:
-                cf = _captured.setdefault(
-                    self.key, CapturedFunction(self.fn, "cpu", "default", None, False, True))
+                cf = _captured.get(self.key) or _captured.setdefault(
+                    self.key, capture_fn(self.fn))
         args = list(self.bound)
         for i, b in zip(self.pos, blocks):
             args[i] = b
