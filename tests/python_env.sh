@@ -32,6 +32,7 @@ python_env() {
   fi
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet "numpy>=2" pytest pytest-xdist hypothesis tqdm \
+    "dask[array]>=2024.1" "distributed>=2024.1" \
     "meson-python>=0.15" "meson>=1.1" ninja
   echo "python_env: installing dynexpr into $venv (build-py-$ver/)"
   # The venv's bin/ first on PATH: meson-python runs the `meson` it finds there (the

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, judge, logs
+from . import backends, dask_run, judge, logs
 from .artifacts import record as artifacts_record
 from .backends import policy
 from .capture import GraphBreakError, InternalError, Unsupported, translate
@@ -34,6 +34,7 @@ from .capture.concrete import not_resumable
 from .capture import dynamic
 from .capture.translate import stack_depth, translate_dynamic
 from .config import config, on_change
+from .dask_run import has_dask
 from . import diagnostics
 from .diagnostics import DynexprWarning, _state, warn_once  # noqa: F401  (re-exported)
 from .entries import (Entry, added, below_accumulated_limit, below_limit, find, inputs_of,
@@ -148,6 +149,8 @@ class CapturedFunction:
         if getattr(fn, "__dynexpr_disable__", False):
             self._misses += 1
             return fn(*args, **kwargs)
+        if has_dask(bound):  # Dask arrays fail every entry's guards: only a miss sees them
+            return dask_run.call(self, bound, args, kwargs)
         if self._deep is not None and stack_depth() >= self._deep:
             self._misses += 1
             return fn(*args, **kwargs)  # Note [the translator's own stack]
@@ -304,6 +307,11 @@ class CapturedFunction:
 
     def _argnames(self) -> tuple:
         return self._fn.__code__.co_varnames
+
+
+# The captured function a stencil task runs on each chunk (dask_stencil.py).
+dask_run.dask_stencil.capture_fn = (
+    lambda fn: CapturedFunction(fn, "cpu", "default", None, False, True))
 
 
 def _after_fork_in_child() -> None:

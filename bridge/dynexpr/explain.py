@@ -18,6 +18,7 @@ from .capture import BreakReason, Unsupported, translate
 from .capture.calls import BindError, bind_call
 from .capture.concrete import not_resumable
 from .captured import CapturedFunction
+from .dask_run import has_dask
 from .diagnostics import recompile_lines
 from .guards import Guard
 
@@ -138,7 +139,8 @@ class ExplainOutput:
 
 def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     """Translate fn(*args, **kwargs) and report; fn may be captured or a plain function
-    (or a bound method of either)."""
+    (or a bound method of either). With Dask array arguments: a dask_explain.DaskExplain
+    (the chunk plan and task counts)."""
     if isinstance(fn, types.MethodType):
         fn, args = fn.__func__, (fn.__self__,) + args
     history = list(getattr(fn, "_recompiles", ()))
@@ -156,6 +158,9 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
             f"dynexpr.explain: the arguments do not fit {target.__qualname__}: {e}"
         ) from None
     names = target.__code__.co_varnames
+    if has_dask(bound):  # the chunk graph (dask_explain.py)
+        from . import dask_explain
+        return dask_explain.explain(target, bound, args, kwargs)
     try:
         tr = translate(target, bound)
     except Unsupported as e:
