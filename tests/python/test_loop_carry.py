@@ -148,3 +148,106 @@ def test_long_recurrence_matches_numpy():
     r = np.random.default_rng(5)
     for n in (50, 3000):
         _check(recurrence, (r.random(n), 0.999, r.random(n)), "cpu")
+
+
+# --- Note [loop-derived scalars] (capture/affine.py): a scalar stepping with i -------------
+
+
+def forced_linear(u, f, dt, T):
+    # t = i * dt, a forcing term growing with time.
+    for i in range(T):
+        t = i * dt
+        u[1:-1] = u[1:-1] + 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2]) + t * f[1:-1]
+    return u
+
+
+def forced_offset(u, f, t0, dt, T):
+    # t = t0 + i*dt with float32 arrays (NEP 50: the Python float is converted to float32).
+    for i in range(T):
+        t = t0 + i * dt
+        u += dt * (t * f)
+    return u
+
+
+def int_ramp(x, T):
+    # An int scalar affine in i, applied to a float array.
+    for i in range(2, T):
+        x[1:] = x[1:] * 0.5 + (3 * i - 1) * x[:-1]
+    return x
+
+
+def quadratic(u, dt, T):
+    # t = (i*i) * dt is not affine in i: the loop stays unrolled (and right).
+    for i in range(T):
+        u = u + (i * i) * dt
+    return u
+
+
+def sine_forcing(u, f, w, dt, T):
+    # np.sin of the loop-derived w*t: a 0-d node on the affine constant, so it rolls.
+    for i in range(T):
+        u = u + np.sin(w * (i * dt)) * f
+    return u
+
+
+SCALARS = [
+    (forced_linear, lambda r, T: (r.random(12), r.random(12), 0.01, T)),
+    (forced_offset, lambda r, T: (r.random(9).astype(np.float32),
+                                  r.random(9).astype(np.float32), 0.3, 0.1, T)),
+    (int_ramp, lambda r, T: (r.random(6) * 1e-3, T)),
+    (quadratic, lambda r, T: (r.random(5), 0.5, T)),
+    (sine_forcing, lambda r, T: (r.random(5), r.random(5), 3.0, 0.01, T)),
+]
+AFFINE = [forced_linear, forced_offset, int_ramp, sine_forcing]
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+@pytest.mark.parametrize("fn,make", SCALARS, ids=[c[0].__name__ for c in SCALARS])
+@pytest.mark.parametrize("T", [3, 10])
+def test_loop_scalar_matches_numpy(fn, make, T, backend):
+    _check(fn, make(np.random.default_rng(T), T), backend)
+
+
+@pytest.mark.parametrize("fn,make", SCALARS, ids=[c[0].__name__ for c in SCALARS])
+def test_affine_scalar_keeps_the_loop_rolled(fn, make):
+    """T=10 and T=1000 give one loop node and the same graph (translation stopped early:
+    its size does not grow with T); scalars not affine in i stay unrolled."""
+    graphs = [translate(fn, list(make(np.random.default_rng(0), T))).graph for T in (10, 1000)
+              if fn in AFFINE or T == 10]
+    for g in graphs:
+        assert g.ops().count("loop") == (1 if fn in AFFINE else 0), g.canonical()
+    if fn in AFFINE:
+        assert len(graphs[0].values) == len(graphs[1].values)
+
+
+LONG = [c for c in SCALARS if c[0] in AFFINE]
+
+
+@pytest.mark.parametrize("fn,make", LONG, ids=[c[0].__name__ for c in LONG])
+def test_long_affine_loop_matches_numpy(fn, make):
+    _check(fn, make(np.random.default_rng(7), 1000), "cpu")
+
+
+def test_value_after_the_loop_is_pythons():
+    """A loop-derived scalar read after a loop whose unrolling stopped early is the value
+    Python computes (the arithmetic replayed, not mul*i + add)."""
+    def f(u, dt, T):
+        for i in range(T):
+            t = 0.1 + (i + 1) * dt
+            u[1:] = u[1:] + t * u[:-1]
+        return u, t
+
+    _check(f, (np.full(4, 1e-4), 0.37, 500), "cpu")
+
+
+def test_branch_on_a_loop_derived_ufunc_stays_right():
+    """A branch on np.sin(t) of a loop-derived t (a graph value now) is still NumPy's."""
+    def f(u, dt, T):
+        for i in range(T):
+            s = np.sin(i * dt)
+            if s > 0:
+                u = u + s
+        return u
+
+    for T in (5, 40):
+        _check(f, (np.zeros(3), 0.3, T), "cpu")

@@ -33,7 +33,8 @@ unrolling early]) and its stop's VALUE guard is then relaxed (relax.py).
 A constant every iteration shares is a constant of the body (a C++ literal), not a 0-d
 invariant input: a 0-d array operand broadcast in every trip made a rolled heat step
 ~3x slower than the same steps unrolled.
-Left for later: constants affine in i (`x * i`, which keeps the loop unrolled).
+A constant whose value steps with i (`t = i * dt` in array work) is computed in the body
+from i (affine.py, Note [loop-derived scalars]).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ir
-from . import relax
+from . import affine, relax
 from .truncate import Untruncate
 
 ENABLED = True  # tests turn it off to compare against the unrolled graph
@@ -105,6 +106,8 @@ def _same_node(a: ir.Value, b: ir.Value) -> bool:
         attrs = v.attrs
         if v.op in ("getitem", "setitem"):
             attrs = tuple((k, len(x)) if k == "index" else (k, x) for k, x in attrs)
+        elif v.op == "const":  # its value may move with i (affine.py)
+            attrs = tuple((k, x) for k, x in attrs if k != "value")
         return v.op, v.dtype, tuple(v.shape), attrs, len(v.args)
     return key(a) == key(b)
 
@@ -203,6 +206,16 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
             if index is None:
                 return None
             dyn[q] = index
+    moving: dict[int, tuple] = {}  # position -> (mul, add): Note [loop-derived scalars]
+    for q, v in enumerate(A):
+        if v.op == "const" and any(s[q].attr("value") != v.attr("value") for s in segs[2:]):
+            aff = None
+            if v.shape == ():
+                aff = affine.fit([s[q].attr("value") for s in segs[1:]], list(rng[1:T]),
+                                 v.dtype)
+            if aff is None:
+                return None
+            moving[q] = aff
 
     # Carried state: per carry (d, p, inits), a chain of d entries; entry m (1-based)
     # holds S_{j-m}[p] on iteration j, so the body's exits are: entry 1 <- its value at
@@ -257,6 +270,9 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list):
             consts[id(x)] = body.add(ir.Value("const", (), x.dtype, tuple(x.shape), x.attrs))
     copies: list[ir.Value] = []
     for q, v in enumerate(A):
+        if q in moving:
+            copies.append(affine.body_value(body, body.values[0], v, *moving[q]))
+            continue
         args = []
         for r, a in enumerate(v.args):
             kind = kinds[(q, r)]
