@@ -251,3 +251,18 @@ def test_branch_on_a_loop_derived_ufunc_stays_right():
 
     for T in (5, 40):
         _check(f, (np.zeros(3), 0.3, T), "cpu")
+
+
+def test_zero_d_value_is_computed_once_per_trip():
+    """np.sin(w * t) in the body is a 0-d kernel of its own, read as a scalar by the array
+    expression (Note [0-d values are computed once], schedule.py), not fused into it and
+    recomputed for every element."""
+    from dynexpr import schedule
+
+    g = translate(sine_forcing, [np.ones(5), np.ones(5), 3.0, 0.01, 50]).graph
+    (loop,) = [v for v in g.values if v.op == "loop"]
+    s = schedule.schedule(loop.attr("body").graph)
+    (sin,) = [v for v in s.values if v.op == "sin"]
+    assert isinstance(s.storage[sin.id], schedule.Buffer), s.storage[sin.id]
+    src = _source(sine_forcing, (np.ones(5), np.ones(5), 3.0, 0.01, 50))
+    assert re.search(r"dx::scalar<double>\(t\d+\.data\(\)\[0\]\)", src), src
