@@ -212,6 +212,10 @@ class _Unit:
 
     def operand(self, a: ir.Value, result_dtype: str, arrays: bool) -> str:
         r = self.ref(a, weak_ok=arrays)
+        if a.ndim == 0 and isinstance(self.storage(a), Buffer) and a.op in manifest.OPS:
+            # Note [0-d values are computed once] (schedule.py): read as a scalar, as a
+            # constant is, not as a 0-d array broadcast in the packet loop.
+            r = f"dx::scalar<{CTYPE[a.dtype]}>({r}.data()[0])"
         if (result_dtype in ("float32", "float64") and a.dtype in ("bool", "uint8")
                 and not (a.op == "const" and a.attr("weak"))):
             # NumPy computes in the promoted float type; dynexpr's float functions take no

@@ -43,6 +43,12 @@ POINTWISE_STRUCTURAL = ("where", "astype")
 # the formulas people write in one statement, so only unrolled chains are cut, and one
 # store and load per 16 fused ops costs little.
 MAX_FUSED_DEPTH = 16
+
+# Note [0-d values are computed once]
+# A pointwise 0-d value used by an array expression (dt * np.sin(w * t), t derived from a
+# loop variable: Note [loop-derived scalars], capture/affine.py) is materialised, and its
+# users read it as a scalar (codegen.operand), as they read a constant: fused, the
+# expression template would evaluate sin once per element of the array, every trip.
 LEAF_OPS = ("input", "const", "full")
 
 
@@ -233,6 +239,10 @@ def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
             if v.id in roots and v.op != "input":
                 mat.add(v.id)  # an output that is a constant or a view: copied
         elif not is_pointwise(v) or v.id in roots or not fuse or len(users[v.id]) > 1 or any(u.op in ir.VIEWS for u in users[v.id]):
+            mat.add(v.id)
+        elif v.ndim == 0 and v.op != "astype" and any(u.ndim > 0 for u in users[v.id]):
+            # Note [0-d values are computed once]: fused into an array expression, a 0-d
+            # value (np.sin(w * t) of a loop-derived t) would be recomputed per element.
             mat.add(v.id)
         else:
             d = 1 + max((depth.get(a.id, 0) for a in v.args), default=0)

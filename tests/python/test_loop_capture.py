@@ -30,10 +30,11 @@ def leapfrog(a, b, steps):
 
 
 def grows(x, n):
-    # The body's structure changes with the iteration (i is a constant in it): unrolled.
+    # The body's constant changes with the iteration, not affinely (i * i): unrolled.
+    # (`x * i` rolls: Note [loop-derived scalars], capture/affine.py.)
     acc = np.zeros_like(x)
     for i in range(n):
-        acc = acc + x * i
+        acc = acc + x * (i * i)
     return acc
 
 

@@ -27,7 +27,7 @@ from .infer import (
     shape_of,
     ufunc_loop,
 )
-from .variables import PyVar, ScalarInputVar, Var
+from .variables import LoopIndexVar, PyVar, ScalarInputVar, Var
 
 # The manifest's ops NumPy reaches by ufunc, by the ufunc object (aliases such as np.divide,
 # np.abs, np.mod are the same objects as true_divide, absolute, remainder).
@@ -92,7 +92,11 @@ def ufunc(ctx: Context, uf: np.ufunc, operands: list[Var]) -> Var:
     if len(operands) != uf.nin:
         graph_break(f"np.{uf.__name__} takes {uf.nin} operands here, got {len(operands)}")
     if all(isinstance(v, PyVar) for v in operands):
-        return fold(uf, *[v.value for v in operands])
+        if not _loop_derived(uf, operands):
+            return fold(uf, *[v.value for v in operands])
+        # np.sin(w * t) of a loop-derived t (Note [loop-derived scalars]): a 0-d node on
+        # the constant, a NumPy scalar as Python's call gives, so the loop can roll.
+        operands = [PyVar(v.raw) if isinstance(v, LoopIndexVar) else v for v in operands]
     for v in operands:
         if not isinstance(v, ArrayVar) and not is_numeric_const(v):
             operand(ctx, v, "float64")  # breaks with the reason
@@ -104,6 +108,17 @@ def ufunc(ctx: Context, uf: np.ufunc, operands: list[Var]) -> Var:
     loop = ufunc_loop(uf, operands)
     args = tuple(operand(ctx, v, loop[i]) for i, v in enumerate(operands))
     return fresh(ctx.graph, ctx.graph.node(name, args, dtype, shape), kind)
+
+
+def _loop_derived(uf: np.ufunc, operands: list[Var]) -> bool:
+    """Whether a ufunc of known scalars has a float loop-derived one among them (a
+    LoopIndexVar whose raw value is a float) and gives a float: computed in the graph."""
+    if uf.nout != 1 or not any(isinstance(v, LoopIndexVar) and type(v.raw) is float
+                               for v in operands):
+        return False
+    xs = [v.raw if isinstance(v, LoopIndexVar) else v.value for v in operands]
+    return all(type(x) in (int, float) for x in xs) and \
+        np.asarray(ask(uf, *[float(x) for x in xs])).dtype.kind == "f"
 
 
 def reference_op(ctx: Context, name: str, fn: Any, operands: list[Var]) -> Var:

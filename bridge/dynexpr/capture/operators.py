@@ -5,6 +5,8 @@ operations run); anything else is a graph break naming the construct."""
 
 from __future__ import annotations
 
+import math
+
 import operator
 from typing import Any
 
@@ -94,7 +96,7 @@ def const_key(v: Var) -> Any:
 def index_part(v: Var) -> Any:
     if isinstance(v, ArrayVar):
         graph_break("an index or slice bound computed from array data is not supported")
-    if isinstance(v, LoopIndexVar):  # an index: reroll.py checks how it moves with i
+    if isinstance(v, LoopIndexVar) and type(v.raw) is int:  # reroll.py checks how it moves
         return v.raw
     return const_of(v, "an index")
 
@@ -176,27 +178,40 @@ def binary(tx, sym: str, lhs: Var, rhs: Var) -> Var:
 
 
 def _loop_index_affine(op: str, lhs: Var, rhs: Var) -> Var | None:
-    """i + c, c + i, i - c, c - i, i * c, c * i of a loop variable and an int: still
-    affine in i (LoopIndexVar); None for anything else."""
+    """i + c, c + i, i - c, c - i, i * c, c * i, i / c of a loop variable (or a scalar
+    affine in it) and an int or float: still affine in i (LoopIndexVar, Note
+    [loop-derived scalars]); None for anything else."""
     li, ri = isinstance(lhs, LoopIndexVar), isinstance(rhs, LoopIndexVar)
     if li == ri:
         return None
     idx, other = (lhs, rhs) if li else (rhs, lhs)
     if not isinstance(other, PyVar) or isinstance(other, ScalarInputVar) \
-            or type(other.value) is not int:
+            or type(other.value) not in (int, float):
         return None
     c = other.value
-    if op == "+":
-        return idx.affine(1, c)
-    if op == "*":
-        return idx.affine(c, 0)
-    if op == "-":
-        return idx.affine(1, -c) if li else idx.affine(-1, c)
-    return None
+    if op == "/" and (not li or c == 0):
+        return None
+    if op not in ("+", "-", "*", "/") or (op == "/" and not li):
+        return None
+    if isinstance(c, float) and not math.isfinite(c):
+        return None
+    return idx.step(op, c, li)
+
+
+def _loop_scalar(v: Var, other: Var) -> Var:
+    """A loop-derived scalar (`t = i * dt`) with a float array enters the graph as a
+    constant without making its loop opaque (Note [loop-derived scalars], affine.py):
+    reroll rolls the loop only if those constants step affinely, and a float array takes
+    any int or float the same way (an int array could overflow on later values)."""
+    if isinstance(v, LoopIndexVar) and isinstance(other, ArrayVar) \
+            and other.dtype in ("float32", "float64"):
+        return PyVar(v.raw)
+    return v
 
 
 def _array_binary(tx, op: str, lhs: Var, rhs: Var, inplace: bool) -> Var:
     ctx = tx.ctx
+    lhs, rhs = _loop_scalar(lhs, rhs), _loop_scalar(rhs, lhs)
     for v in (lhs, rhs):
         if not isinstance(v, ArrayVar) and not np_ops.is_numeric_const(v):
             graph_break(

@@ -5,9 +5,10 @@ Note [stopping the unrolling early]
 reroll.py rolls the translated iterations of a loop back into a loop node, checking every
 one of them. For a long loop the translation itself still cost T iterations, so it stops
 after AT iterations when nothing the rest could do differently was seen:
-  - the loop variable (LoopIndexVar) was read only as an index or in affine arithmetic
-    (i+1, n-1-i, 2*i): a branch on it, `x * i`, `i // 2`, a call with it mark the loop
-    opaque, and it runs to its end as before;
+  - the loop variable (LoopIndexVar) was read only as an index, in affine arithmetic
+    (i+1, n-1-i, 2*i, t0 + i*dt) or as a scalar in array math (`x * t`: reroll checks the
+    constants move affinely, Note [loop-derived scalars]): a branch on it, `i // 2`,
+    `np.sin(t)`, a call with it mark the loop opaque, and it runs to its end as before;
   - the frame at the start of the last two translated iterations holds the same Python
     state: each local and stack entry is the same object, an equal immutable constant, an
     array (the graph carries it; reroll checks it) or the loop variable; a list or dict
@@ -30,7 +31,8 @@ from typing import Any
 
 from .arrays import ArrayVar
 from .errors import Untruncate
-from .variables import DictVar, FinalIndexVar, IteratorVar, ListVar, LoopIndexVar, PyVar
+from .variables import (DictVar, FinalIndexVar, IteratorVar, ListVar, LoopIndexVar, PyVar,
+                        replay)
 
 AT = 8  # iterations translated before the rest may be skipped (LEAD + 2 compared, and more)
 _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None))
@@ -64,7 +66,7 @@ def stop_early(frame: Any, it: IteratorVar) -> bool:
     last = rng[-1]
     for name, v in list(frame.locals.items()):
         if isinstance(v, LoopIndexVar) and v.it is it:
-            frame.locals[name] = FinalIndexVar(v.mul * last + v.add, it)
+            frame.locals[name] = FinalIndexVar(replay(v.chain, last), it)
     it.pos = len(it.items)
     it.truncated = True
     ctx.truncated = True
@@ -101,7 +103,7 @@ def _same(a: Any, b: Any, it: IteratorVar) -> bool:
         return True
     if isinstance(a, LoopIndexVar) or isinstance(b, LoopIndexVar):
         return (isinstance(a, LoopIndexVar) and isinstance(b, LoopIndexVar) and a.it is it
-                and b.it is it and (a.mul, a.add) == (b.mul, b.add))
+                and b.it is it and a.chain == b.chain)
     if type(a) is PyVar and type(b) is PyVar:
         x, y = a.value, b.value
         return type(x) is type(y) and isinstance(x, _IMMUTABLE) and x == y

@@ -84,16 +84,18 @@ class ScalarInputVar(PyVar):
 
 
 class LoopIndexVar(PyVar):
-    """The loop variable of a for-range loop (or mul*i + add computed from it) while
-    capture may stop unrolling that loop early (Note [stopping the unrolling early],
-    reroll.py). Indexing and affine arithmetic read `raw`; any other read of `value`
-    (a branch, a constant in array math, a call) marks the loop `opaque`: its later
-    iterations might differ in ways the first ones did not show, so all are translated."""
+    """The loop variable of a for-range loop (or a scalar computed from it by +, -, * and
+    / with constants: `i + 1`, `n - 1 - i`, `t0 + i * dt`) while capture may stop
+    unrolling that loop early (Note [stopping the unrolling early], reroll.py). Indexing,
+    affine arithmetic and array math (Note [loop-derived scalars], affine.py) read `raw`;
+    any other read of `value` (a branch, a call) marks the loop `opaque`: its later
+    iterations might differ in ways the first ones did not show, so all are translated.
+    `chain` is the arithmetic applied to i, replayed exactly for the value after the loop."""
 
-    __slots__ = ("raw", "it", "mul", "add")
+    __slots__ = ("raw", "it", "mul", "add", "chain")
 
-    def __init__(self, raw: int, it: "IteratorVar", mul: int = 1, add: int = 0) -> None:
-        self.raw, self.it, self.mul, self.add = raw, it, mul, add
+    def __init__(self, raw, it: "IteratorVar", mul=1, add=0, chain: tuple = ()) -> None:
+        self.raw, self.it, self.mul, self.add, self.chain = raw, it, mul, add, chain
         self.source = None
 
     @property
@@ -101,9 +103,36 @@ class LoopIndexVar(PyVar):
         self.it.opaque = True
         return self.raw
 
+    def step(self, op: str, c, left: bool) -> "LoopIndexVar":
+        """self <op> c (left: self is the left operand), still affine in the loop
+        variable; the caller checked that op and c keep it so."""
+        s = (op, c, left)
+        return LoopIndexVar(replay((s,), self.raw), self.it, _affine_step(self.mul, s, True),
+                            _affine_step(self.add, s, False), self.chain + (s,))
+
     def affine(self, mul: int, add: int) -> "LoopIndexVar":
         """mul*self + add, still known as a function of the loop variable."""
-        return LoopIndexVar(mul * self.raw + add, self.it, mul * self.mul, mul * self.add + add)
+        return self.step("*", mul, True).step("+", add, True)
+
+
+def replay(chain: tuple, x):
+    """The arithmetic `chain` of a LoopIndexVar applied to x as Python does it."""
+    for op, c, left in chain:
+        a, b = (x, c) if left else (c, x)
+        x = a + b if op == "+" else a - b if op == "-" else a * b if op == "*" else a / b
+    return x
+
+
+def _affine_step(k, s: tuple, is_mul: bool):
+    """The coefficient k (of i when is_mul, else the constant term) after step s."""
+    op, c, left = s
+    if op == "+":
+        return k if is_mul else k + c
+    if op == "-":
+        return (k if is_mul else k - c) if left else (-k if is_mul else c - k)
+    if op == "*":
+        return k * c
+    return k / c
 
 
 class StopVar(PyVar):
