@@ -57,6 +57,10 @@ from .truncate import Untruncate
 
 ENABLED = True  # tests turn it off to compare against the unrolled graph
 MIN_TRIPS = 3  # iteration 0 stays unrolled; at least two iterations to compare
+# Values that move with i (offsets, extents, scalars) are fitted to mul*i + add over the
+# rolled iterations; a fit is only a check with a third point (`x * (i * i)` over two
+# pairs of iterations fits 8*i - 15).
+MIN_FIT = 3
 LEAD = 3  # at most this many leading iterations stay unrolled
 MAX_EXTENTS = 16  # dynamic extents one body may have: frame::max_symbols (prelude.hpp)
 
@@ -312,6 +316,8 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list,
             if aff is None:
                 return None
             moving[q] = aff
+    if (shapes or dyn or moving) and len(segs) - 1 < MIN_FIT:
+        return None  # two points fit any line: a fit must be checked on a third
 
     # Carried state: per carry (d, p, inits), a chain of d entries; entry m (1-based)
     # holds S_{j-m}[p] on iteration j, so the body's exits are: entry 1 <- its value at
