@@ -117,11 +117,7 @@ class frame {
   frame(const dx_array* in, std::int32_t n_in, const dx_array* out, std::int32_t n_out,
         std::int32_t want_in, std::int32_t want_out)
       : in_(in), out_(out) {
-    if (n_in != want_in || n_out != want_out)
-      throw argument_error(status_type, "dynexpr: kernel called with " + std::to_string(n_in) +
-                                            " inputs and " + std::to_string(n_out) +
-                                            " outputs; it takes " + std::to_string(want_in) +
-                                            " and " + std::to_string(want_out));
+    if (n_in != want_in || n_out != want_out) throw_arity(n_in, n_out, want_in, want_out);
   }
 
   /// Input i, read-only.
@@ -168,6 +164,11 @@ class frame {
   void check(const dx_array& a, std::int32_t code, const char* role, int i,
              std::initializer_list<extent> shape, Shape& s, Strides& st);
 
+  /// The error of a call with the wrong argument counts: out of line, in the runtime
+  /// library (its message building was compiled again in every unit).
+  [[noreturn]] static void throw_arity(std::int32_t n_in, std::int32_t n_out,
+                                       std::int32_t want_in, std::int32_t want_out);
+
   const dx_array* in_;
   const dx_array* out_;
   index_t sym_[max_symbols] = {};
@@ -175,6 +176,14 @@ class frame {
 };
 
 #if !defined(DYNEXPR_RUNTIME_EXTERN)
+DYNEXPR_RT_FN void frame::throw_arity(std::int32_t n_in, std::int32_t n_out, std::int32_t want_in,
+                                    std::int32_t want_out) {
+  throw argument_error(status_type, "dynexpr: kernel called with " + std::to_string(n_in) +
+                                        " inputs and " + std::to_string(n_out) +
+                                        " outputs; it takes " + std::to_string(want_in) +
+                                        " and " + std::to_string(want_out));
+}
+
 DYNEXPR_RT_FN void frame::check(const dx_array& a, std::int32_t code, const char* role, int i,
                               std::initializer_list<extent> shape, Shape& s, Strides& st) {
   // Messages are built only on failure: this runs on every call.

@@ -129,7 +129,19 @@ DYNEXPR_RT_FN Shape broadcast_shapes(const Shape& a, const Shape& b);
 /// (stride 0 along broadcast dimensions). `to` must be a broadcast of `s`.
 DYNEXPR_RT_FN Strides broadcast_strides(const Shape& s, const Strides& st, const Shape& to);
 
+/// Throws the shape_error of a View built from `s` and `st` that do not fit (a stride
+/// count that is not the rank, a negative extent). Out of line, and in libdynexpr_rt.so for
+/// generated units: every unit builds views, and the message building (Shape::str,
+/// std::to_string, string concatenation) was compiled again in each (Note [runtime library]).
+[[noreturn]] DYNEXPR_RT_FN void throw_bad_view(const Shape& s, const Strides& st);
+
 #if !defined(DYNEXPR_RUNTIME_EXTERN)  // else in libdynexpr_rt.so (generated units)
+[[noreturn]] DYNEXPR_RT_FN void throw_bad_view(const Shape& s, const Strides& st) {
+  if (s.size() != st.size())
+    throw shape_error("dynexpr: view has shape " + s.str() + " but " + std::to_string(st.size()) +
+                      " strides; give one per dimension");
+  throw shape_error("dynexpr: negative extent in shape " + s.str());
+}
 DYNEXPR_RT_FN Shape broadcast_shapes(const Shape& a, const Shape& b) {
   const int n = std::max(a.size(), b.size());
   Shape out = Shape::filled(n, 1);

@@ -124,11 +124,9 @@ class View {
   View() = default;
   View(T* data, Shape shape, Strides strides)
       : data_(data), shape_(shape), strides_(strides) {
-    if (shape_.size() != strides_.size())
-      throw shape_error("dynexpr: view has shape " + shape_.str() + " but " +
-                        std::to_string(strides_.size()) + " strides; give one per dimension");
-    for (index_t e : shape_)
-      if (e < 0) throw shape_error("dynexpr: negative extent in shape " + shape_.str());
+    bool bad = shape_.size() != strides_.size();
+    for (index_t e : shape_) bad = bad || e < 0;
+    if (bad) throw_bad_view(shape_, strides_);
   }
   View(T* data, Shape shape) : View(data, shape, contiguous_strides(shape)) {}
   /// A read-only view of a writable one.

@@ -177,21 +177,21 @@ DYNEXPR_INLINE hn::Mask<DM> mask_as(const Child& c, DL dl, DM dm, index_t j) {
 // ------------------------------------------------------------------------- map nodes
 template <class Op, class... A>
 struct map_evaluator_base {
-  hana::tuple<evaluator<A>...> args_;
+  operands<evaluator<A>...> args_;  // Note [operands, not hana] in expr/operands.hpp
 
   map_evaluator_base(const map_expr<Op, A...>& e, const layout& L)
-      : args_(hana::transform(e.args_, [&](const auto& a) {
-          return evaluator<std::remove_cvref_t<decltype(a)>>(a, L);
+      : args_(unpack(e.args_, [&](const A&... a) {
+          return operands<evaluator<A>...>{evaluator<A>(a, L)...};
         })) {}
   void seek(const index_t* idx) {
-    hana::for_each(args_, [&](auto& a) { a.seek(idx); });
+    for_each_operand(args_, [&](auto& a) { a.seek(idx); });
   }
   bool unit() const {
-    return hana::fold(args_, true, [](bool acc, const auto& a) { return acc && a.unit(); });
+    return unpack(args_, [](const auto&... a) { return (true && ... && a.unit()); });
   }
   template <class F>
   DYNEXPR_INLINE auto apply(F&& f) const {
-    return hana::unpack(args_, std::forward<F>(f));
+    return unpack(args_, std::forward<F>(f));
   }
 };
 
@@ -240,7 +240,7 @@ struct evaluator<map_expr<ops::where_op, Cond, A, B>> : map_evaluator_base<ops::
   using base::base;
 
   value_type at(index_t j) const {
-    const auto &c = hana::at_c<0>(this->args_); const auto &a = hana::at_c<1>(this->args_); const auto &b = hana::at_c<2>(this->args_);
+    const auto &c = this->args_.a0; const auto &a = this->args_.a1; const auto &b = this->args_.a2;
     return static_cast<bool>(c.at(j)) ? static_cast<value_type>(a.at(j))
                                       : static_cast<value_type>(b.at(j));
   }
@@ -250,7 +250,7 @@ struct evaluator<map_expr<ops::where_op, Cond, A, B>> : map_evaluator_base<ops::
       const hn::Rebind<std::uint8_t, DL> du;
       return hn::IfThenElseZero(mask<M>(dl, du, j), hn::Set(du, 1));
     } else {
-      const auto &c = hana::at_c<0>(this->args_); const auto &a = hana::at_c<1>(this->args_); const auto &b = hana::at_c<2>(this->args_);
+      const auto &c = this->args_.a0; const auto &a = this->args_.a1; const auto &b = this->args_.a2;
       const hn::Rebind<value_type, DL> dv;
       return hn::IfThenElse(mask_as<M>(c, dl, dv, j), value_as<M>(a, dl, dv, j),
                             value_as<M>(b, dl, dv, j));
@@ -258,7 +258,7 @@ struct evaluator<map_expr<ops::where_op, Cond, A, B>> : map_evaluator_base<ops::
   }
   template <mode M, class DL, class DM>
   DYNEXPR_INLINE hn::Mask<DM> mask(DL dl, DM dm, index_t j) const {
-    const auto &c = hana::at_c<0>(this->args_); const auto &a = hana::at_c<1>(this->args_); const auto &b = hana::at_c<2>(this->args_);
+    const auto &c = this->args_.a0; const auto &a = this->args_.a1; const auto &b = this->args_.a2;
     const auto mc = mask_as<M>(c, dl, dm, j);
     return hn::Or(hn::And(mc, mask_as<M>(a, dl, dm, j)), hn::AndNot(mc, mask_as<M>(b, dl, dm, j)));
   }
@@ -270,19 +270,19 @@ struct evaluator<map_expr<ops::cast_op<To>, A>> : map_evaluator_base<ops::cast_o
   using value_type = To;
   using base::base;
 
-  To at(index_t j) const { return static_cast<To>(hana::at_c<0>(this->args_).at(j)); }
+  To at(index_t j) const { return static_cast<To>(this->args_.a0.at(j)); }
   template <mode M, class DL>
   DYNEXPR_INLINE auto packet(DL dl, index_t j) const {
     if constexpr (std::is_same_v<To, bool>) {
       const hn::Rebind<std::uint8_t, DL> du;
       return hn::IfThenElseZero(mask<M>(dl, du, j), hn::Set(du, 1));
     } else {
-      return value_as<M>(hana::at_c<0>(this->args_), dl, hn::Rebind<To, DL>(), j);
+      return value_as<M>(this->args_.a0, dl, hn::Rebind<To, DL>(), j);
     }
   }
   template <mode M, class DL, class DM>
   DYNEXPR_INLINE hn::Mask<DM> mask(DL dl, DM dm, index_t j) const {
-    return mask_as<M>(hana::at_c<0>(this->args_), dl, dm, j);
+    return mask_as<M>(this->args_.a0, dl, dm, j);
   }
 };
 

@@ -37,11 +37,11 @@ constexpr bool contractible_with() {
 
 template <class Fused, class Mul, class Other, bool MulFirst>
 auto contract(const Mul& m, const Other& o) {
-  auto a = lower(hana::at_c<0>(m.args_));
-  auto b = lower(hana::at_c<1>(m.args_));
+  auto a = lower(m.args_.a0);
+  auto b = lower(m.args_.a1);
   auto c = lower(o);
   (void)MulFirst;
-  return map_expr<Fused, decltype(a), decltype(b), decltype(c)>{hana::make_tuple(a, b, c)};
+  return map_expr<Fused, decltype(a), decltype(b), decltype(c)>{make_operands(a, b, c)};
 }
 }  // namespace detail
 
@@ -49,12 +49,12 @@ template <class E>
 auto lower(const E& e) {
   if constexpr (requires { typename E::op_type; }) {
     using Op = typename E::op_type;
-    constexpr std::size_t n = decltype(hana::length(std::declval<decltype(e.args_)&>()))::value;
+    constexpr std::size_t n = decltype(e.args_)::size;
     if constexpr (n == 2 && (std::is_same_v<Op, ops::add_op> || std::is_same_v<Op, ops::sub_op>)) {
-      using L = std::remove_cvref_t<decltype(hana::at_c<0>(e.args_))>;
-      using R = std::remove_cvref_t<decltype(hana::at_c<1>(e.args_))>;
-      const auto& l = hana::at_c<0>(e.args_);
-      const auto& r = hana::at_c<1>(e.args_);
+      const auto& l = e.args_.a0;
+      const auto& r = e.args_.a1;
+      using L = std::remove_cvref_t<decltype(l)>;
+      using R = std::remove_cvref_t<decltype(r)>;
       if constexpr (detail::contractible_with<Op, R, L>()) {  // mul(a, b) +- r
         using F = std::conditional_t<std::is_same_v<Op, ops::add_op>, ops::fma_op, ops::fms_op>;
         return detail::contract<F, L, R, true>(l, r);
@@ -63,12 +63,11 @@ auto lower(const E& e) {
         return detail::contract<F, R, L, false>(r, l);
       } else {
         return map_expr<Op, decltype(lower(l)), decltype(lower(r))>{
-            hana::make_tuple(lower(l), lower(r))};
+            make_operands(lower(l), lower(r))};
       }
     } else {
-      auto args = hana::transform(e.args_, [](const auto& a) { return lower(a); });
-      return hana::unpack(args, [](auto... a) {
-        return map_expr<Op, decltype(a)...>{hana::make_tuple(a...)};
+      return unpack(e.args_, [](const auto&... a) {
+        return map_expr<Op, decltype(lower(a))...>{make_operands(lower(a)...)};
       });
     }
   } else if constexpr (requires { e.tensor_; }) {

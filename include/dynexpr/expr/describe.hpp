@@ -48,7 +48,7 @@ struct describer {
         s = std::string(short_name(Op::name));
       s += "(";
       bool first = true;
-      hana::for_each(e.args_, [&](const auto& a) {
+      for_each_operand(e.args_, [&](const auto& a) {
         if (!first) s += ", ";
         first = false;
         s += (*this)(a);

@@ -7,7 +7,6 @@
 // input, describe) and rewritten at compile time (fma contraction) before evaluation.
 #pragma once
 
-#include <boost/hana.hpp>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -15,10 +14,9 @@
 #include "dynexpr/core/dtype.hpp"
 #include "dynexpr/core/shape.hpp"
 #include "dynexpr/core/tensor.hpp"
+#include "dynexpr/expr/operands.hpp"
 
 namespace dynexpr {
-
-namespace hana = boost::hana;
 
 /// A leaf that reads a view (of a Tensor the user keeps alive, or of foreign memory).
 template <Element T>
@@ -56,11 +54,11 @@ struct map_expr {
   using dynexpr_expr_tag = void;
   using op_type = Op;
   using value_type = typename Op::template result<typename Args::value_type...>;
-  hana::tuple<Args...> args_;
+  operands<Args...> args_;  // Note [operands, not hana] in expr/operands.hpp
 
   Shape shape() const {
     Shape s;
-    hana::for_each(args_, [&](const auto& a) { s = broadcast_shapes(s, a.shape()); });
+    for_each_operand(args_, [&](const auto& a) { s = broadcast_shapes(s, a.shape()); });
     return s;
   }
 };
@@ -106,7 +104,7 @@ using expr_t = decltype(as_expr(std::declval<X>()));
 
 template <class Op, Operand... X>
 auto make_map(X&&... x) {
-  return map_expr<Op, expr_t<X>...>{hana::make_tuple(as_expr(std::forward<X>(x))...)};
+  return map_expr<Op, expr_t<X>...>{make_operands(as_expr(std::forward<X>(x))...)};
 }
 
 }  // namespace dynexpr

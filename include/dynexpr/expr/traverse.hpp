@@ -1,4 +1,4 @@
-// dynexpr/expr/traverse.hpp — compile-time walks over expression trees (Boost.Hana):
+// dynexpr/expr/traverse.hpp — compile-time walks over expression trees:
 // leaf visits (for aliasing and layout decisions), node counts and cost estimates.
 #pragma once
 
@@ -20,7 +20,7 @@ concept ScalarNode = requires(const E& e) { e.value_; };
 template <class E, class F>
 void for_each_leaf(const E& e, F&& f) {
   if constexpr (detail::MapNode<E>) {
-    hana::for_each(e.args_, [&](const auto& a) { for_each_leaf(a, f); });
+    for_each_operand(e.args_, [&](const auto& a) { for_each_leaf(a, f); });
   } else if constexpr (requires { e.tensor_; }) {
     f(View<const typename E::value_type>(e.tensor_->view()));
   } else if constexpr (requires { e.view_; }) {

@@ -82,7 +82,7 @@ auto apply(X&&... x) {
   using A = typename detail::arrays_promote<void, X...>::type;
   auto node = [](auto&&... n) {
     Op::template check<typename std::remove_cvref_t<decltype(n)>::value_type...>();
-    return map_expr<Op, std::remove_cvref_t<decltype(n)>...>{hana::make_tuple(std::move(n)...)};
+    return map_expr<Op, std::remove_cvref_t<decltype(n)>...>{make_operands(std::move(n)...)};
   };
   return node(detail::node_of<A>(std::forward<X>(x))...);
 }
@@ -121,13 +121,13 @@ auto where(C&& c, A&& a, B&& b) {
   auto an = detail::node_of<VT>(std::forward<A>(a));
   auto bn = detail::node_of<VT>(std::forward<B>(b));
   return map_expr<ops::where_op, decltype(cn), decltype(an), decltype(bn)>{
-      hana::make_tuple(std::move(cn), std::move(an), std::move(bn))};
+      make_operands(std::move(cn), std::move(an), std::move(bn))};
 }
 
 /// astype: NumPy's unsafe cast of every element to To.
 template <Element To, Operand X>
 auto cast(X&& x) {
-  return map_expr<ops::cast_op<To>, expr_t<X>>{hana::make_tuple(as_expr(std::forward<X>(x)))};
+  return map_expr<ops::cast_op<To>, expr_t<X>>{make_operands(as_expr(std::forward<X>(x)))};
 }
 
 // ------------------------------------------------------------------------ operators
