@@ -210,8 +210,9 @@ auto to_device_tree(const E& e, const out_info& out, leaf_facts& f) {
     return d_scalar<typename E::value_type>{e.value_};
   } else if constexpr (requires { typename E::op_type; }) {
     using Op = typename E::op_type;
-    auto kids = hana::transform(e.args_, [&](const auto& a) { return to_device_tree(a, out, f); });
-    return hana::unpack(kids, [](auto... k) {
+    // The operands' device trees (their order of evaluation does not matter: each only
+    // clears f.flat or sets f.overlaps), handed to the node's constructor below.
+    auto make = [](auto... k) {
       if constexpr (std::is_same_v<Op, ops::where_op>) {
         return d_where<decltype(k)...>{k...};
       } else if constexpr (!std::is_void_v<typename cast_target<Op>::type>) {
@@ -222,7 +223,9 @@ auto to_device_tree(const E& e, const out_info& out, leaf_facts& f) {
                       "negative exponent, which a kernel cannot); cast the base to a float type");
         return d_map<Op, decltype(k)...>{make_args(k...)};
       }
-    });
+    };
+    return dynexpr::unpack(e.args_,
+                           [&](const auto&... a) { return make(to_device_tree(a, out, f)...); });
   } else {
     static_assert(always_false<E>::value,
                   "dynexpr::cuda: this operand is in host memory (a dx::Tensor or dx::View, or "
