@@ -4,29 +4,17 @@ vs plain NumPy, per call after the first. Run: python bench/python/loop_carry_be
 Note [carried arrays in place] (codegen_loop.py) is what this measures: before it, each
 trip of a rolled loop copied every carried array whole."""
 
+import os
+import sys
 import time
 
 import numpy as np
 
 import dynexpr
 
-
-def smooth_rows(out, x, a):
-    for j in range(1, out.shape[1]):
-        out[:, j] = out[:, j - 1] * a + x[:, j]
-    return out
-
-
-def recurrence(x, a, b):
-    for i in range(1, x.shape[0]):
-        x[i] = a * x[i - 1] + b[i]
-    return x
-
-
-def heat(u, k, T):
-    for _ in range(T):
-        u[1:-1] = u[1:-1] + k * (u[2:] - 2 * u[1:-1] + u[:-2])
-    return u
+# The loops the tests check against NumPy (tests/python/test_loop_carry.py), timed here.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "python"))
+from test_loop_carry import heat, recurrence, smooth_rows  # noqa: E402
 
 
 def forced(u, dt, w, T):

@@ -31,6 +31,13 @@ inline void check(cudaError_t e, const char* what) {
   throw cuda_error(std::string("dynexpr::cuda: ") + what + " failed: " + why +
                    " (is a CUDA device present, and the program built for its architecture?)");
 }
+
+/// `bytes` from src to dst on `stream`, waited for (the copies of to_device / to_host).
+inline void copy_sync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                      cudaStream_t stream, const char* what) {
+  check(cudaMemcpyAsync(dst, src, bytes, kind, stream), what);
+  check(cudaStreamSynchronize(stream), what);
+}
 }  // namespace detail
 
 /// Device memory seen as an array: a pointer, a shape, element (not byte) strides (0 for
@@ -113,28 +120,13 @@ class device_tensor {
 template <Element T>
 device_tensor<T> to_device(View<const T> host, cudaStream_t stream = nullptr) {
   device_tensor<T> d(host.shape());
-  const Tensor<T>* src = nullptr;
+  // A strided view goes through a contiguous host copy (copies are not the hot path).
   Tensor<T> packed;
-  if (!host.is_contiguous()) {
-    packed = Tensor<T>(host.shape());
-    View<T> dst = packed.view();
-    // row-major walk of any strided view (small helper; copies are not the hot path)
-    const int nd = host.ndim();
-    index_t idx[max_rank] = {};
-    for (index_t i = 0, n = host.size(); i < n; ++i) {
-      index_t off = 0;
-      for (int k = 0; k < nd; ++k) off += idx[k] * host.strides()[k];
-      dst.data()[i] = host.data()[off];
-      for (int k = nd - 1; k >= 0 && ++idx[k] == host.shape()[k]; --k) idx[k] = 0;
-    }
-    src = &packed;
-  }
-  const T* from = src ? src->data() : host.data();
+  if (!host.is_contiguous()) packed = host.copy();
+  const T* from = host.is_contiguous() ? host.data() : packed.data();
   if (d.size() > 0) {
-    detail::check(cudaMemcpyAsync(d.data(), from, d.size() * sizeof(T), cudaMemcpyHostToDevice,
-                                  stream),
-                  "copy to the device");
-    detail::check(cudaStreamSynchronize(stream), "copy to the device");
+    detail::copy_sync(d.data(), from, d.size() * sizeof(T), cudaMemcpyHostToDevice, stream,
+                      "copy to the device");
   }
   return d;
 }
@@ -151,10 +143,8 @@ Tensor<T> to_host(const device_view<T>& dev, cudaStream_t stream = nullptr) {
                       " is not contiguous; copy dx::cuda::eval(view) instead");
   Tensor<T> host = Tensor<T>::empty(dev.shape());
   if (host.size() > 0) {
-    detail::check(cudaMemcpyAsync(host.data(), dev.data(), host.size() * sizeof(T),
-                                  cudaMemcpyDeviceToHost, stream),
-                  "copy to the host");
-    detail::check(cudaStreamSynchronize(stream), "copy to the host");
+    detail::copy_sync(host.data(), dev.data(), host.size() * sizeof(T), cudaMemcpyDeviceToHost,
+                      stream, "copy to the host");
   }
   return host;
 }
