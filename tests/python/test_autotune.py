@@ -75,7 +75,9 @@ def test_a_damaged_record_is_timed_again(monkeypatch):
     monkeypatch.setattr(cache, "index_put", lambda fn_id, key, value: puts.append(value))
     f = dynexpr.capture(chain, mode="max-autotune")
     assert_same(chain(*_args(1 << 12)), f(*_args(1 << 12)))
-    assert len(puts) == 1 and len(puts[0]["schedule"]) == 2 and "0,0" in puts[0]["seconds"]
+    # The index also gets the entry's record (artifacts/record.py): only the schedule counts.
+    timed = [p for p in puts if "schedule" in p]
+    assert len(timed) == 1 and len(timed[0]["schedule"]) == 2 and "0,0" in timed[0]["seconds"]
 
 
 def test_schedules_are_checked_and_modes_named():

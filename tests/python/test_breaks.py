@@ -158,13 +158,24 @@ def test_in_place_cast_error_is_numpys():
 
 def test_long_loops_break_instead_of_unrolling_forever():
     def g(x):
+        # i * i is not affine in i, so the body changes every trip and cannot roll
+        # (`x + i` rolls: Note [loop-derived scalars] in capture/affine.py).
         for i in range(100_000):
-            x = x + i
+            x = x + i * i
         return x
 
     f = dynexpr.capture(g, backend="eager")
     assert_same(g(np.zeros(2)), f(np.zeros(2)))
     assert "unroll" in f.entries[0].reason.reason
+
+    def rolls(x):
+        for i in range(100_000):
+            x = x + i
+        return x
+
+    f = dynexpr.capture(rolls, backend="eager")
+    assert_same(rolls(np.zeros(2)), f(np.zeros(2)))
+    assert f.entries[0].reason is None  # one graph, its loop a loop node
 
 
 def test_recursion_breaks_cleanly():
