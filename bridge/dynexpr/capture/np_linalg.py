@@ -22,6 +22,7 @@ from . import np_ops, np_views
 from .arrays import ArrayVar
 from .builder import Context
 from .errors import graph_break
+from .infer import normalize_axes
 from .np_args import REQUIRED, bind, const_of
 from .variables import ListVar, PyVar, TupleVar, Var
 
@@ -240,3 +241,104 @@ def einsum_call(tx, args: list, kwargs: dict) -> Var:
     if not args:
         graph_break("np.einsum without subscripts (NumPy raises)")
     return einsum(tx.ctx, args[0], list(args[1:]))
+
+
+# --- np.linalg.norm ----------------------------------------------------------------------
+#
+# Note [norms as reductions]
+# np.linalg.norm is NumPy code, not a LAPACK call, for every order but the singular-value
+# ones: the 2-norm of a vector and the Frobenius norm are sqrt(sum(x*x)) (NumPy computes
+# the sum of squares with a BLAS dot over the flattened array, dynexpr as one fused
+# reduction, so the two agree to rounding, as any two summation orders do), the 1- and
+# inf-norms are sums and maxima of |x|, and a general p-norm is sum(|x|**p)**(1/p). Each is
+# written here as the ufunc and reduction nodes of NumPy's own definition (numpy/linalg's
+# norm), so the reduction fuses with the work that feeds it. Integer inputs become float64
+# first, as in NumPy. The orders 2, -2 and 'nuc' of a matrix need its singular values:
+# they are a graph break, and NumPy runs them.
+
+
+def _norm_abs(ctx: Context, x: ArrayVar) -> Var:
+    return np_ops.ufunc(ctx, np.absolute, [x])
+
+
+def _two_norm(ctx: Context, x: ArrayVar, axis, keepdims: bool) -> Var:
+    squares = np_ops.ufunc(ctx, np.multiply, [x, x])
+    return np_ops.ufunc(ctx, np.sqrt, [np_ops.reduce(ctx, "sum", squares, axis, keepdims)])
+
+
+def _vector_norm(ctx: Context, x: ArrayVar, ord_, axis: int, keepdims: bool) -> Var:
+    if ord_ is None or ord_ == 2:
+        return _two_norm(ctx, x, axis, keepdims)
+    if ord_ == np.inf:
+        return np_ops.reduce(ctx, "max", _norm_abs(ctx, x), axis, keepdims)
+    if ord_ == -np.inf:
+        return np_ops.reduce(ctx, "min", _norm_abs(ctx, x), axis, keepdims)
+    if ord_ == 0:
+        nonzero = np_ops.astype(ctx, np_ops.ufunc(ctx, np.not_equal, [x, PyVar(0)]), x.dtype)
+        return np_ops.reduce(ctx, "sum", nonzero, axis, keepdims)
+    if ord_ == 1:
+        return np_ops.reduce(ctx, "sum", _norm_abs(ctx, x), axis, keepdims)
+    if isinstance(ord_, str):
+        graph_break(f"np.linalg.norm: ord={ord_!r} is for matrices (NumPy raises ValueError)")
+    p = float(ord_)
+    powered = np_ops.ufunc(ctx, np.power, [_norm_abs(ctx, x), PyVar(np.dtype(x.dtype).type(p))])
+    total = np_ops.reduce(ctx, "sum", powered, axis, keepdims)
+    return np_ops.ufunc(ctx, np.power, [total, PyVar(np.dtype(x.dtype).type(1.0 / p))])
+
+
+def _matrix_norm(ctx: Context, x: ArrayVar, ord_, axes: tuple, keepdims: bool) -> Var:
+    row, col = axes
+    if ord_ in (None, "fro", "f"):
+        r = _two_norm(ctx, x, axes, False)
+    elif ord_ in (1, -1, np.inf, -np.inf):
+        # 1: the largest column sum of |x|; inf: the largest row sum (NumPy's definition).
+        summed, other = (row, col) if ord_ in (1, -1) else (col, row)
+        if other > summed:
+            other -= 1
+        sums = np_ops.reduce(ctx, "sum", _norm_abs(ctx, x), summed)
+        r = np_ops.reduce(ctx, "max" if ord_ > 0 else "min", sums, other)
+    else:
+        graph_break(f"np.linalg.norm(ord={ord_!r}) of a matrix needs its singular values "
+                    "(an SVD): NumPy runs it")
+    if keepdims:
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        r = np_views.reshape(ctx, r, shape)
+    return r
+
+
+def norm(ctx: Context, x: Var, ord_=None, axis=None, keepdims: bool = False) -> Var:
+    """np.linalg.norm (Note [norms as reductions])."""
+    if not isinstance(x, ArrayVar):
+        graph_break(f"np.linalg.norm of a {x.describe()} runs as NumPy")
+    if np.dtype(x.dtype).kind == "c":
+        graph_break("np.linalg.norm of complex arrays is not supported by dynexpr")
+    if np.dtype(x.dtype).kind not in "f":
+        x = np_ops.astype(ctx, x, np.float64)
+    if axis is None:
+        flat_two = ord_ is None or (ord_ in ("f", "fro") and x.ndim == 2) or (ord_ == 2 and x.ndim == 1)
+        if flat_two:
+            r = _two_norm(ctx, x, None, False)
+            return np_views.reshape(ctx, r, (1,) * x.ndim) if keepdims else r
+        if x.ndim not in (1, 2):
+            graph_break("np.linalg.norm: improper number of dimensions to norm (NumPy raises "
+                        "ValueError)")
+        axis = tuple(range(x.ndim))
+    elif not isinstance(axis, tuple):
+        if not isinstance(axis, (int, np.integer)):
+            graph_break(f"np.linalg.norm: axis={axis!r} must be an int or a tuple (TypeError)")
+        axis = (int(axis),)
+    axes = normalize_axes(axis, x.ndim)
+    if len(axes) == 1:
+        return _vector_norm(ctx, x, ord_, axes[0], keepdims)
+    if len(axes) == 2 and axes[0] != axes[1]:
+        return _matrix_norm(ctx, x, ord_, axes, keepdims)
+    graph_break("np.linalg.norm: improper number of dimensions to norm (NumPy raises ValueError)")
+
+
+def norm_call(tx, args: list, kwargs: dict) -> Var:
+    d = bind("np.linalg.norm", args, kwargs,
+             (("x", REQUIRED), ("ord", None), ("axis", None), ("keepdims", False)))
+    ord_ = const_of(d["ord"], "np.linalg.norm's ord=")
+    axis = const_of(d["axis"], "np.linalg.norm's axis=")
+    keepdims = const_of(d["keepdims"], "np.linalg.norm's keepdims=")
+    return norm(tx.ctx, d["x"], ord_, axis, bool(keepdims))

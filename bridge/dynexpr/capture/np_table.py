@@ -442,6 +442,7 @@ def _tables() -> tuple[dict, dict]:
             np.shape: _facts(np.shape),
             np.tensordot: np_linalg.tensordot_call,
             np.einsum: np_linalg.einsum_call,
+            np.linalg.norm: np_linalg.norm_call,
             np.ndim: _facts(np.ndim),
             np.size: _facts(np.size),
         }
