@@ -157,12 +157,18 @@ class Tiered:
     def ready(self) -> bool:
         return self.job.done
 
+    def poll(self) -> None:
+        """Keep the compile going where a call does not run this tier (judge.py's Note
+        [plain while compiling]): a forked child restarts the worker thread."""
+        if not self.job.done and _state["thread"] is None:
+            # forked child: Note [background compiles and fork]
+            with _lock:
+                _start_worker()
+
     def __call__(self, *arrays: Any) -> tuple:
         job = self.job
         if not job.done:
-            if _state["thread"] is None:  # forked child: Note [background compiles and fork]
-                with _lock:
-                    _start_worker()
+            self.poll()
             return self.fallback(*arrays)
         if job.error is None:
             if self.entry is not None:

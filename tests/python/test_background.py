@@ -82,6 +82,34 @@ def test_calls_before_the_compile_finishes_are_numpy_exact(fresh_cache):
     assert kinds == {"Kernel"}, kinds
 
 
+def test_judged_entries_run_the_plain_function_while_compiling(fresh_cache, monkeypatch):
+    # Note [plain while compiling] (judge.py): with judging on, no call runs the NumPy
+    # tier, which is slower than the plain function for loop nodes.
+    dynexpr.config.background_compile = True
+    dynexpr.config.plain_fallback = True
+    chain = make_chain(2.75)
+    tier_calls = []
+    real_init = background.Tiered.__init__
+
+    def counting_init(self, job, fallback, name):
+        def counted(*a):
+            tier_calls.append(1)
+            return fallback(*a)
+        real_init(self, job, counted, name)
+
+    monkeypatch.setattr(background.Tiered, "__init__", counting_init)
+    f = dynexpr.capture(chain)
+    x, y = inputs()
+    for _ in range(5):
+        assert_same(chain(x, y), f(x, y))
+    assert type(f.entries[0].compiled).__name__ in ("Tiered", "Kernel")
+    assert background.synchronize(timeout=300), "the background compile did not finish"
+    for _ in range(3):
+        assert_same(chain(x, y), f(x, y))
+    assert f.entries[0].compiled.__class__.__name__ == "Kernel"
+    assert tier_calls == []
+
+
 def test_a_failed_background_compile_raises_with_the_compiler_message(fresh_cache,
                                                                       monkeypatch):
     dynexpr.config.background_compile = True

@@ -86,21 +86,29 @@ def test_an_entry_whose_compiled_path_is_slower_runs_plain(fake, backend):
     assert cf.cache_info().hits == 9 and cf.cache_info().entries == 1
 
 
-def test_nothing_is_timed_while_the_numpy_tier_runs(fake):
+def test_the_plain_function_runs_while_the_unit_compiles(fake):
+    # Note [plain while compiling]: not the NumPy tier, which runs a loop node as a
+    # Python loop over its body's nodes; nothing is timed either.
     cf = dynexpr.capture(scale_in_place, backend="eager")
     call_and_compare(cf, scale_in_place)
     entry = cf.entries[0]
     kernel = entry.compiled
+    tier_calls, polls = [], []
 
     class Compiling:  # what background.Tiered looks like while its unit compiles
         tiered, ready = True, False
 
+        def poll(self):
+            polls.append(1)
+
         def __call__(self, *a):
+            tier_calls.append(1)
             return kernel(*a)
 
     entry.compiled = Compiling()
     call_and_compare(cf, scale_in_place, 8)
     assert fake.paths == [] and entry.verdict is None
+    assert tier_calls == [] and len(polls) == 8
     entry.compiled = kernel  # the compile is done
     call_and_compare(cf, scale_in_place, 6)
     assert fake.paths == ["compiled", "plain"] * 3 and entry.verdict.plain
