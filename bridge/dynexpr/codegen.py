@@ -320,7 +320,9 @@ class _Unit:
                 if b.kind == "tmp" and b.index not in self.declared_tmp:
                     self.declared_tmp.add(b.index)
                     self.emit(f"auto {dest} = dx::Tensor<{T}>::empty({self.shape(b.shape)});")
-                self.emit(f"dx::assign({dest}, {self.ref(base)});")
+                if not (base.op == "full" and base.attr("empty") and b.kind in ("out", "tmp")):
+                    # Note [np.empty is not filled] (capture/np_ops.py)
+                    self.emit(f"dx::assign({dest}, {self.ref(base)});")
             items = self.index_items(v)
             target = f"{dest}.slice({', '.join(items)})" if items else dest
             self.emit(f"dx::assign({target}, {self.ref(value)});")

@@ -266,3 +266,46 @@ def test_zero_d_value_is_computed_once_per_trip():
     assert isinstance(s.storage[sin.id], schedule.Buffer), s.storage[sin.id]
     src = _source(sine_forcing, (np.ones(5), np.ones(5), 3.0, 0.01, 50))
     assert re.search(r"dx::scalar<double>\(t\d+\.data\(\)\[0\]\)", src), src
+
+
+def trajectory(r, x0, T):
+    xs = np.empty((T, r.size))
+    x = x0 * np.ones_like(r)
+    for t in range(T):
+        x = r * x * (1 - x)
+        xs[t] = x
+    return xs
+
+
+def trajectory_like(u, nu, T):
+    hist = np.empty_like(u, shape=(T + 1, u.size))
+    hist[0] = u
+    for t in range(T):
+        u = u * (1 - nu) + nu
+        hist[t + 1] = u
+    return hist
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+@pytest.mark.parametrize("fn,args", [
+    (trajectory, (np.linspace(2.5, 4.0, 50), 0.5, 40)),
+    (trajectory, (np.linspace(2.5, 4.0, 7, dtype=np.float32), np.float32(0.25), 3)),
+    (trajectory_like, (np.linspace(0, 1, 33), 0.1, 25)),
+], ids=["float64", "float32", "empty_like"])
+def test_preallocated_trajectory_matches_numpy(fn, args, backend):
+    _check(fn, args, backend)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (trajectory, (np.linspace(2.5, 4.0, 50), 0.5, 40)),
+    (trajectory_like, (np.linspace(0, 1, 33), 0.1, 25)),
+])
+def test_empty_trajectory_is_neither_filled_nor_copied_into_the_loop(fn, args):
+    """Note [np.empty is not filled] (capture/np_ops.py) and Note [carried buffers taken
+    over] (codegen_loop.py): the np.empty buffer is not zero-filled before its rows are
+    written, and the loop takes it over instead of copying it."""
+    src = _source(fn, args)
+    run = src[src.index("static void run"):]
+    before_loop = run.split("for (std::int64_t i")[0]
+    assert not re.search(r"dxk::splat\(&c\d+, dx::Shape\{\d+, \d+\}\)", before_loop), run
+    assert re.search(r"auto L\d+_c\d+ = std::move\(t\d+\);", run), run

@@ -309,14 +309,26 @@ def copy(ctx: Context, x: Var, kind: str = "ndarray") -> Var:
     return fresh(ctx.graph, ctx.graph.copy(x.value), kind)
 
 
-def full(ctx: Context, shape: Any, fill: Any, dtype: Any, kind: str = "ndarray") -> Var:
+def full(ctx: Context, shape: Any, fill: Any, dtype: Any, kind: str = "ndarray",
+         empty: bool = False) -> Var:
+    """np.full / np.zeros / np.ones, and np.empty (empty=True).
+
+    Note [np.empty is not filled]
+    np.empty's contents are whatever its memory held, so an np.empty node reads as zeros
+    where it is read as a value (any contents are right), but when it is the base of a
+    setitem stored into a buffer the call allocated (an output or a temporary), codegen
+    does not fill that buffer first: `out = np.empty((T, n)); for t ...: out[t] = ...`
+    writes every element once, as NumPy does, instead of zero-filling 16 MB before the
+    loop overwrites it (a 2000-step recurrence's trajectory at n=1000: 12.1 ms against
+    6.2 ms plain)."""
     if isinstance(fill, np.ndarray):
         graph_break("fill values that are arrays are not supported")
     sample = ask(np.full, (), fill, dtype)  # NumPy converts the fill value (unsafe cast)
     dt = dtype_name(sample.dtype)
     shape = tuple(ask(lambda s: np.empty(s, np.dtype([])).shape, shape))
     value = sample.item()
-    node = ctx.graph.node("full", (), dt, shape, value=value, dtype=dt, shape=shape)
+    attrs = {"empty": True} if empty else {}
+    node = ctx.graph.node("full", (), dt, shape, value=value, dtype=dt, shape=shape, **attrs)
     return fresh(ctx.graph, node, kind)
 
 

@@ -183,7 +183,7 @@ def _transpose_method(tx, x, args, kwargs):
     return np_views.transpose(tx.ctx, x, _varargs_shape(args) if args else None)
 
 
-def _like(fill: Any) -> Callable:
+def _like(fill: Any, empty: bool = False) -> Callable:
     def body(ctx, x, d):
         shape, dtype = const_arg(d, "shape"), const_arg(d, "dtype")
         value = fill if fill is not None else const_arg(d, "fill_value")
@@ -197,12 +197,13 @@ def _like(fill: Any) -> Callable:
             proto_shape if shape is None else shape,
             value,
             proto_dtype if dtype is None else dtype,
+            empty=empty,
         )
 
     return body
 
 
-def _creator(fill: Any) -> Callable:
+def _creator(fill: Any, empty: bool = False) -> Callable:
     spec = (
         (("shape", REQUIRED),)
         + ((("fill_value", REQUIRED),) if fill is None else ())
@@ -217,7 +218,8 @@ def _creator(fill: Any) -> Callable:
     def handler(tx, args, kwargs):
         d = bind("np.full" if fill is None else "np.zeros", args, kwargs, spec)
         value = const_arg(d, "fill_value") if fill is None else fill
-        return np_ops.full(tx.ctx, const_arg(d, "shape"), value, const_arg(d, "dtype"))
+        return np_ops.full(tx.ctx, const_arg(d, "shape"), value, const_arg(d, "dtype"),
+                           empty=empty)
 
     return handler
 
@@ -406,7 +408,7 @@ _FUNCTION_ONLY = {
     "copy": ((("order", "K"), ("subok", False)), lambda c, x, d: np_ops.copy(c, x)),
     "zeros_like": (_LIKE_SPEC, _like(0)),
     "ones_like": (_LIKE_SPEC, _like(1)),
-    "empty_like": (_LIKE_SPEC, _like(0)),
+    "empty_like": (_LIKE_SPEC, _like(0, empty=True)),
     "full_like": ((("fill_value", REQUIRED),) + _LIKE_SPEC, _like(None)),
     "inner": ((("b", REQUIRED),), lambda c, x, d: np_linalg.inner(c, x, d["b"])),
     "vdot": ((("b", REQUIRED),), lambda c, x, d: np_linalg.vdot(c, x, d["b"])),
@@ -437,7 +439,7 @@ def _tables() -> tuple[dict, dict]:
             np.array: _asarray(True),
             np.zeros: _creator(0),
             np.ones: _creator(1),
-            np.empty: _creator(0),
+            np.empty: _creator(0, empty=True),
             np.full: _creator(None),
             np.shape: _facts(np.shape),
             np.tensordot: np_linalg.tensordot_call,
