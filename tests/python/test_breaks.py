@@ -5,7 +5,7 @@ import logging
 
 import numpy as np
 import pytest
-from numpy.linalg import norm
+from numpy.linalg import pinv
 
 import dynexpr
 from compare import assert_same
@@ -47,8 +47,8 @@ def outer(x):
     return _inner_break(y)
 
 
-def uses_norm(x):
-    return x / norm(x)
+def uses_pinv(a):
+    return a / pinv(a).sum()
 
 
 def uses_with(x):
@@ -60,7 +60,8 @@ def uses_with(x):
 BREAKS = [
     (uses_item, lambda: (np.arange(3.0),), "item", "s = (x * 2).sum().item()", 2),
     (solves, lambda: (np.eye(3) * 2, np.ones(3)), "numpy.linalg", "np.linalg.solve(a, b)", 1),
-    (uses_norm, lambda: (np.arange(3.0),), "numpy.linalg.norm is not supported", "norm(x)", 1),
+    (uses_pinv, lambda: (np.arange(4.0).reshape(2, 2) + np.eye(2),), "numpy.linalg.pinv is not supported",
+     "pinv(a)", 1),
     (data_branch, lambda: (np.arange(3.0),), "branch on an array", "if x.sum() > 0:", 2),
     (uses_with, lambda: (np.arange(1.0, 4.0),), "errstate", "with np.errstate", 0),
     (lambda x: x * 2, lambda: (np.ones(2, np.complex128),), "complex128", "lambda x: x * 2", 0),
