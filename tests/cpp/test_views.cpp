@@ -6,8 +6,10 @@
 // NumPy on the same grid (28,900 cases) when this file was written.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <numeric>
+#include <thread>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -162,6 +164,56 @@ TEST_CASE("Tensor: rank 0, rank 8, rank 9") {
   // A newaxis past rank 8 is the same mistake.
   CHECK_THROWS_AS(r8.slice(dx::newaxis), dx::shape_error);
   CHECK_THROWS_AS(dx::Tensor<float>(Shape{3, -1}), dx::shape_error);
+}
+
+TEST_CASE("Tensor: buffers of 256 KB to 32 MB are recycled, zero-filled again") {
+  // Note [block cache] in core/tensor.hpp.
+  dx::detail::trim_block_cache();
+  const Shape mid{1000, 100};  // 800 KB of doubles
+  const double* first = nullptr;
+  {
+    dx::Tensor<double> a(mid);
+    first = a.data();
+    a.data()[12345] = 7.0;
+  }
+  {
+    dx::Tensor<double> b(mid);
+    CHECK(b.data() == first);  // the released block, handed out again
+    CHECK(b.data()[12345] == 0.0);  // and zero-filled like any new Tensor
+    CHECK(aligned64(b.data()));
+    dx::Tensor<double> c(mid);  // the cache held one block: c is new
+    CHECK(c.data() != b.data());
+  }
+  CHECK(dx::detail::trim_block_cache() == 2 * 800000);
+  CHECK(dx::detail::trim_block_cache() == 0);
+  { dx::Tensor<float> small(Shape{1000}); }    // malloc recycles these itself
+  { dx::Tensor<std::uint8_t> big(Shape{40 << 20}); }  // huge pages: not held
+  CHECK(dx::detail::trim_block_cache() == 0);
+  {  // more than the capacity: the oldest blocks are freed first, the rest stays bounded
+    std::vector<dx::Tensor<std::uint8_t>> many;
+    for (int i = 0; i < 10; ++i) many.emplace_back(Shape{index_t{9} << 20});
+  }
+  const std::size_t held = dx::detail::trim_block_cache();
+  CHECK(held <= dx::detail::block_cache_capacity);
+  CHECK(held == 7 * (std::size_t{9} << 20));
+}
+
+TEST_CASE("Tensor: the block cache under threads") {
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t, &bad] {
+      for (int i = 0; i < 200; ++i) {
+        dx::Tensor<double> a(Shape{index_t{40000} + 8 * (i % 3)});
+        a.data()[0] = t;
+        a.data()[a.size() - 1] = i;
+        if (a.data()[0] != t || a.data()[a.size() - 1] != i || a.data()[1] != 0.0) ++bad;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(bad.load() == 0);
+  dx::detail::trim_block_cache();
 }
 
 TEST_CASE("Tensor: default constructed is empty of shape (0,)") {

@@ -10,8 +10,10 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -75,9 +77,38 @@ inline index_t adjust_slice(const slice& s, index_t len, index_t& start) {
   return b < e ? (e - b - 1) / step + 1 : 0;
 }
 
+// Note [block cache]
+// Every buffer a Tensor owns comes from acquire_block and goes back through release_block.
+// Blocks of 256 KB to 32 MB that are released are kept (64 MB at most, the oldest freed
+// first) and handed out again for the same size. A generated unit allocates and frees
+// the same temporaries on every call (a loop's carried buffers, a trajectory); freeing
+// several MB at once made glibc return the top of its heap to the system, so the next
+// call faulted every page in again: 1000-8000 page faults a call, 1-4 ms, more than the
+// arithmetic (a 20-step Newton iteration on 200K doubles: 1066 faults a call, 0 for
+// NumPy's own temporaries, which are freed one at a time). Smaller blocks are recycled
+// by malloc without faults; 32 MB and more are huge pages (Note [huge pages for big
+// buffers]). The cache is shared by the units of a process (it lives in libdynexpr_rt.so
+// for them, Note [runtime library]); a thread that finds its lock taken (another thread,
+// or a fork while it was held) bypasses it. trim_block_cache() frees what it holds.
+struct block_header {
+  void* base;         // what aligned_alloc returned
+  std::size_t bytes;  // the data's capacity (a multiple of the alignment)
+  std::size_t align;
+};
+inline constexpr std::size_t block_cache_min = std::size_t{256} << 10;
+inline constexpr std::size_t block_cache_max_block = std::size_t{32} << 20;
+inline constexpr std::size_t block_cache_capacity = std::size_t{64} << 20;
+
+/// A block of `bytes` (a multiple of `align`, a power of two >= 64) at `align`, or null.
+DYNEXPR_RT_FN void* acquire_block(std::size_t bytes, std::size_t align) noexcept;
+/// Returns a block from acquire_block (null is ignored).
+DYNEXPR_RT_FN void release_block(void* data) noexcept;
+/// Frees every block the cache holds; returns the bytes freed.
+DYNEXPR_RT_FN std::size_t trim_block_cache() noexcept;
+
 template <class T>
 struct aligned_delete {
-  void operator()(T* p) const { std::free(p); }
+  void operator()(T* p) const { release_block(p); }
 };
 }  // namespace detail
 
@@ -101,11 +132,8 @@ std::unique_ptr<T[], detail::aligned_delete<T>> allocate_zeroed(index_t n, bool 
   const bool huge = bytes >= (std::size_t{32} << 20);
   const std::size_t align = huge ? (std::size_t{2} << 20) : buffer_alignment;
   const std::size_t total = ((bytes ? bytes : buffer_alignment) + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, total);
+  void* p = detail::acquire_block(total, align);  // Note [block cache]
   if (!p) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (huge) ::madvise(p, total, MADV_HUGEPAGE);
-#endif
   if (zero) std::memset(p, 0, bytes);
   return std::unique_ptr<T[], detail::aligned_delete<T>>(static_cast<T*>(p));
 }
@@ -416,7 +444,7 @@ class Tensor {
   }
   static std::unique_ptr<T[], detail::aligned_delete<T>> allocate_zeroed_noexcept() noexcept {
     return std::unique_ptr<T[], detail::aligned_delete<T>>(
-        static_cast<T*>(std::aligned_alloc(buffer_alignment, buffer_alignment)));
+        static_cast<T*>(detail::acquire_block(buffer_alignment, buffer_alignment)));
   }
 
   Shape shape_;
@@ -454,5 +482,122 @@ template <class T>
 View<T> view(T* data, const Shape& shape) {
   return View<T>(data, shape);
 }
+
+// ---------------------------------------------------------------------------------------
+// The block cache (Note [block cache]): defined here for header-only users and in
+// libdynexpr_rt.so for generated units.
+// ---------------------------------------------------------------------------------------
+#if !defined(DYNEXPR_RUNTIME_EXTERN)
+namespace detail {
+struct block_cache {
+  struct slot {
+    void* data = nullptr;
+    std::size_t bytes = 0, align = 0;
+    std::uint64_t age = 0;
+  };
+  std::mutex mutex;
+  slot slots[16];
+  std::size_t held = 0;
+  std::uint64_t clock = 0;
+};
+
+inline block_cache& the_block_cache() noexcept {
+  static block_cache cache;
+  return cache;
+}
+
+inline block_header* header_of(void* data) noexcept {
+  return reinterpret_cast<block_header*>(static_cast<char*>(data) - sizeof(block_header));
+}
+
+inline bool cacheable(std::size_t bytes) noexcept {
+  return bytes >= block_cache_min && bytes <= block_cache_max_block;
+}
+
+inline void free_block(void* data) noexcept { std::free(header_of(data)->base); }
+
+DYNEXPR_RT_FN void* acquire_block(std::size_t bytes, std::size_t align) noexcept {
+  if (cacheable(bytes)) {
+    block_cache& c = the_block_cache();
+    std::unique_lock<std::mutex> lock(c.mutex, std::try_to_lock);
+    if (lock.owns_lock()) {
+      for (auto& s : c.slots) {
+        if (s.data && s.bytes == bytes && s.align == align) {
+          void* p = s.data;
+          s.data = nullptr;
+          c.held -= bytes;
+          return p;
+        }
+      }
+    }
+  }
+  // The header sits just below the data, in the first `align` bytes of the block.
+  if (bytes > ~std::size_t{0} - align) return nullptr;
+  void* base = std::aligned_alloc(align, bytes + align);
+  if (!base) return nullptr;
+  void* data = static_cast<char*>(base) + align;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align >= (std::size_t{2} << 20)) ::madvise(base, bytes + align, MADV_HUGEPAGE);
+#endif
+  *header_of(data) = block_header{base, bytes, align};
+  return data;
+}
+
+DYNEXPR_RT_FN void release_block(void* data) noexcept {
+  if (!data) return;
+  const block_header h = *header_of(data);
+  if (cacheable(h.bytes)) {
+    block_cache& c = the_block_cache();
+    std::unique_lock<std::mutex> lock(c.mutex, std::try_to_lock);
+    if (lock.owns_lock()) {
+      // Make room: the oldest blocks go first, until this one fits.
+      while (c.held + h.bytes > block_cache_capacity) {
+        block_cache::slot* oldest = nullptr;
+        for (auto& s : c.slots)
+          if (s.data && (!oldest || s.age < oldest->age)) oldest = &s;
+        if (!oldest) break;
+        free_block(oldest->data);
+        c.held -= oldest->bytes;
+        oldest->data = nullptr;
+      }
+      if (c.held + h.bytes <= block_cache_capacity) {
+        // An empty slot, else the oldest one.
+        block_cache::slot* free_slot = &c.slots[0];
+        for (auto& s : c.slots) {
+          if (!s.data) {
+            free_slot = &s;
+            break;
+          }
+          if (s.age < free_slot->age) free_slot = &s;
+        }
+        if (free_slot->data) {  // all 16 slots taken: the oldest makes way
+          free_block(free_slot->data);
+          c.held -= free_slot->bytes;
+        }
+        *free_slot = block_cache::slot{data, h.bytes, h.align, ++c.clock};
+        c.held += h.bytes;
+        return;
+      }
+    }
+  }
+  std::free(h.base);
+}
+
+DYNEXPR_RT_FN std::size_t trim_block_cache() noexcept {
+  block_cache& c = the_block_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  std::size_t freed = 0;
+  for (auto& s : c.slots) {
+    if (s.data) {
+      free_block(s.data);
+      freed += s.bytes;
+      s.data = nullptr;
+    }
+  }
+  c.held = 0;
+  return freed;
+}
+}  // namespace detail
+#endif  // !DYNEXPR_RUNTIME_EXTERN
 
 }  // namespace dynexpr
