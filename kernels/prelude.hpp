@@ -18,12 +18,13 @@
 // Note [lean units]
 // Compile time is the first call's cost, so the prelude and what units instantiate are
 // kept small. The prelude includes the library without Eigen (a unit with a matmul adds
-// `#include <dynexpr/interop/eigen.hpp>` after it), and writes into buffers that are new
-// for this call (outputs, temporaries) go through assign_fresh/eval_fresh: no aliasing
-// check, no temporary, and only the unit-stride and tail loops instantiated (the graph's
-// guards make operands contiguous in the common case; other layouts still evaluate
-// correctly, lane by lane). Measured on a 10-op float32 chain: the lean prelude's PCH is
-// 137 MB instead of 192 MB, and the unit ~20% less CPU to compile.
+// `#include <dynexpr/interop/matmul.hpp>` after it, Eigen-free too: Note [matmul without
+// Eigen in units]), and writes into buffers that are new for this call (outputs,
+// temporaries) go through assign_fresh/eval_fresh: no aliasing check, no temporary, and
+// only the unit-stride and tail loops instantiated (the graph's guards make operands
+// contiguous in the common case; other layouts still evaluate correctly, lane by lane).
+// Measured on a 10-op float32 chain: the lean prelude's PCH is 137 MB instead of 192 MB,
+// and the unit ~20% less CPU to compile.
 #pragma once
 
 // Units link against libdynexpr_rt.so, which holds the thread pool and the argument

@@ -8,7 +8,7 @@ its dependencies) finds the CBLAS entry points under the names NumPy's build giv
 ILP64 system OpenBLAS, plain `cblas_dgemm` for an LP64 one (Debian, conda's MKL or
 OpenBLAS). The pointers go to the runtime library (`dynexpr_rt_set_blas`, kernels/
 runtime.cpp) once, when it is loaded; without them dx::matmul uses Eigen split over the
-pool (include/dynexpr/interop/eigen.hpp). `DYNEXPR_BLAS=0` turns the hook off.
+pool (include/dynexpr/interop/matmul.hpp). `DYNEXPR_BLAS=0` turns the hook off.
 """
 
 from __future__ import annotations

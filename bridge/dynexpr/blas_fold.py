@@ -12,7 +12,7 @@ rewritten into one extended matmul value
 
 that codegen emits as `c` (any pointwise expression, broadcast to the result) written
 into the destination first, then one dx::matmul_into with accumulate, i.e. BLAS's beta
-= 1 (include/dynexpr/interop/eigen.hpp). A 0-d scale of an operand (`(alpha * A) @ B`,
+= 1 (include/dynexpr/interop/matmul.hpp). A 0-d scale of an operand (`(alpha * A) @ B`,
 the way Python parses `alpha * A @ B`) is taken as alpha too, so A is read in place, not
 scaled into a temporary. The 1-D operands' reshapes (ir.py: matmul is 2-D) are dropped
 with the result's, so `A @ x` writes straight into a 1-D output buffer.

@@ -83,7 +83,7 @@ class _Unit:
                     f"{'' if s.fuse else ' (unfused)'}")
         head += ['#include "prelude.hpp"']
         if "matmul" in codegen_loop.all_ops(s.graph):
-            head.append("#include <dynexpr/interop/eigen.hpp>")
+            head.append("#include <dynexpr/interop/matmul.hpp>")  # Note [matmul without Eigen in units]
         head += [
             "",
             "namespace dx = dynexpr;",

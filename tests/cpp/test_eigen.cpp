@@ -330,6 +330,35 @@ TEST_CASE_TEMPLATE("dx::matmul of 2-D operands", T, float, double, std::int32_t,
   expect_matmul(dx::matmul(bs.transpose(), as.transpose()), bs.transpose(), as.transpose());
 }
 
+// Integer products (detail::integer_product: Note [matmul without Eigen in units]) wrap
+// around modulo 2^bits as NumPy's do; here the values overflow on purpose, and the
+// destination is strided with alpha and accumulate (matmul_into, what units call).
+TEST_CASE_TEMPLATE("dx::matmul of integers wraps around like NumPy", T, std::uint8_t, std::int32_t,
+                   std::int64_t) {
+  using U = std::make_unsigned_t<T>;
+  const index_t m = 5, k = 37, n = 19;
+  dx::Tensor<T> a(Shape{m, k}), b(Shape{k, n}), wide(Shape{m, 2 * n});
+  for (index_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<T>(U(0x9E3779B97F4A7C15ull * (i + 1)));
+  for (index_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<T>(U(0xC2B2AE3D27D4EB4Full * (i + 3)));
+  for (index_t i = 0; i < wide.size(); ++i) wide.data()[i] = static_cast<T>(U(i * 7 + 1));
+  const auto before = wide.view().copy();
+  const auto c = dx::matmul(a, b);
+  REQUIRE(c.shape() == Shape{m, n});
+  const auto dest = wide.slice(dx::colon, dx::slice(dx::none, dx::none, 2));  // (m, n), strides (2n, 2)
+  dx::matmul_into(dest, a, b, T(3), true);
+  for (index_t r = 0; r < m; ++r)
+    for (index_t j = 0; j < n; ++j) {
+      U acc = 0;
+      for (index_t kk = 0; kk < k; ++kk) acc = U(acc + U(U(a.data()[r * k + kk]) * U(b.data()[kk * n + j])));
+      CAPTURE(r);
+      CAPTURE(j);
+      CHECK(c.data()[r * n + j] == static_cast<T>(acc));
+      const index_t at = r * 2 * n + 2 * j;
+      CHECK(wide.data()[at] == static_cast<T>(U(U(before.data()[at]) + U(U(3) * acc))));
+      CHECK(wide.data()[at + 1] == before.data()[at + 1]);  // between the strided columns
+    }
+}
+
 TEST_CASE_TEMPLATE("dx::matmul with 1-D operands", T, float, double, std::int32_t, std::int64_t) {
   const auto a = random<T>(Shape{6, 9}, 9), b = random<T>(Shape{9, 4}, 10);
   const auto v = random<T>(Shape{9}, 11), w = random<T>(Shape{6}, 12);

@@ -1,6 +1,6 @@
 """Scale and bias folded into the product's BLAS call, the product written straight into
 its output (Note [alpha/beta folding] in dynexpr/blas_fold.py, dx::matmul_into in
-include/dynexpr/interop/eigen.hpp). Each result is compared with plain NumPy (values,
+include/dynexpr/interop/matmul.hpp). Each result is compared with plain NumPy (values,
 dtype, shape, arguments unchanged); the schedule is checked to be the one BLAS call."""
 
 import numpy as np

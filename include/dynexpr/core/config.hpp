@@ -55,7 +55,9 @@
 
 // Functions that generated units take from libdynexpr_rt.so instead of compiling them
 // (Note [runtime library] in dynexpr/parallel/thread_pool.hpp): inline everywhere else.
-#if defined(DYNEXPR_RUNTIME_DEFINE)
+// A unit (DYNEXPR_RUNTIME_EXTERN) sees them as plain declarations: declared inline and
+// never defined, g++ warned about each one in every unit it compiled.
+#if defined(DYNEXPR_RUNTIME_DEFINE) || defined(DYNEXPR_RUNTIME_EXTERN)
 #define DYNEXPR_RT_FN
 #else
 #define DYNEXPR_RT_FN inline
