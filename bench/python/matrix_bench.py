@@ -7,11 +7,14 @@ fused into the unit.
 Per size n (n x n float64 matrices, length-n vectors): A @ x, A.T @ y, alpha*A@B + beta*C
 (scale and bias folded into the gemm: Note [alpha/beta folding] in blas_fold.py), a
 pipeline with pointwise work after the product (tanh(A @ x + b) * s) and a 2-layer MLP
-forward (relu(X @ W1 + b1) @ W2 + b2, X n x n, W1 n x n/2, W2 n/2 x 10); and A.T @ y at
-1500 whatever the sizes (issue 13's worst row). --quick: a shorter budget per row. Each is checked
+forward (relu(X @ W1 + b1) @ W2 + b2, X n x n, W1 n x n/2, W2 n/2 x 10); an int64 product
+(A @ B) % 7 up to n = 500 (no BLAS has integers: Note [matmul without Eigen in units]); and
+A.T @ y at 1500 whatever the sizes (issue 13's worst row). --quick: a shorter budget per row. Each is checked
 against NumPy (values, dtype, shape), then plain and captured are timed alternately, best
-of several calls within a time budget. `ratio` is NumPy's time over dynexpr's (above 1:
-dynexpr is faster). DYNEXPR_BLAS=0 measures dx::matmul's Eigen fallback instead.
+of several calls within a time budget. `ratio` is NumPy's time over dynexpr's compiled path
+(config.plain_fallback off; above 1: dynexpr is faster); `first` is the first call with the
+compile waited for (translate + compile, config.background_compile off). DYNEXPR_BLAS=0
+measures dx::matmul's Eigen fallback instead.
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ def mlp(X, W1, b1, W2, b2):
     return h @ W2 + b2
 
 
+def int_mod(A, B):
+    return (A @ B) % 7
+
+
 def _best(fn, args, budget_s: float, calls: int = 50) -> float:
     best, spent = math.inf, 0.0
     for _ in range(calls):
@@ -70,8 +77,11 @@ def cases(n: int, only_at_y: bool = False) -> list:
     h = max(n // 2, 1)
     W1, W2 = rng.standard_normal((n, h)) / n ** 0.5, rng.standard_normal((h, 10)) / h ** 0.5
     b1, b2 = rng.standard_normal(h), rng.standard_normal(10)
-    return [(a_x, (A, x)), (at_y, (A, y)), (gemm, (A, B, C, 0.5, 2.0)),
+    rows = [(a_x, (A, x)), (at_y, (A, y)), (gemm, (A, B, C, 0.5, 2.0)),
             (pipeline, (A, x, b, 0.25)), (mlp, (A, W1, b1, W2, b2))]
+    if n <= 500:  # NumPy's integer matmul is a plain loop: 2000^3 would take seconds a call
+        rows.append((int_mod, tuple(rng.integers(-50, 50, (n, n)) for _ in range(2))))
+    return rows
 
 
 def measure(n: int, budget_s: float, only_at_y: bool = False) -> list[dict]:
@@ -94,6 +104,10 @@ def measure(n: int, budget_s: float, only_at_y: bool = False) -> list[dict]:
 
 
 def main() -> None:
+    # The compiled path itself, and the first call's real cost: without these the timed
+    # calls ran the plain function while the unit compiled (Note [plain while compiling]).
+    dynexpr.config.plain_fallback = False
+    dynexpr.config.background_compile = False
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="64,256,1000,2000")
     ap.add_argument("--budget", type=float, default=2.0, help="seconds per row and side")
