@@ -309,6 +309,22 @@ def creation(x):
     )
 
 
+@case(each_float(lambda rng, f: (f(rng, 6, 4),)))
+def identity_matrices(x):
+    """np.eye and np.identity: a ridge term on a square block, off-diagonals above and
+    below, a rectangular eye, one with no diagonal left (k past the columns), an empty one,
+    and int/bool dtypes; the last is written to afterwards (its diagonal was stored through
+    its flat view, so this is a second write to the same array). No matmul here: the CUDA
+    codegen's corpus count (test_generated_cases) pins the matmul cases."""
+    n = x.shape[1]
+    gram = x[:n] + 0.5 * np.eye(n)
+    shifted = x * np.eye(6, 4, k=1) - x * np.eye(6, n, -2, dtype=x.dtype)
+    marked = np.identity(3, dtype=np.int32)
+    marked[0, 2] = 7
+    return (gram, shifted, np.eye(2, 3, k=5), np.eye(0), np.eye(3, dtype=bool),
+            np.identity(n) * x[0], marked)
+
+
 @case(each_float(lambda rng, f: (f(rng, 10) * 10,)))
 def astype_chain(x):
     i = x.astype(np.int32)

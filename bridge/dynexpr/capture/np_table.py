@@ -224,6 +224,19 @@ def _creator(fill: Any, empty: bool = False) -> Callable:
     return handler
 
 
+def _eye(tx, args, kwargs):
+    d = bind("np.eye", args, kwargs, (("N", REQUIRED), ("M", None), ("k", 0), ("dtype", float),
+                                      ("order", "C"), ("device", None), ("like", None)))
+    return np_views.eye(tx.ctx, const_arg(d, "N"), const_arg(d, "M"), const_arg(d, "k"),
+                        const_arg(d, "dtype"), const_arg(d, "order"))
+
+
+def _identity(tx, args, kwargs):
+    d = bind("np.identity", args, kwargs, (("n", REQUIRED), ("dtype", None), ("like", None)))
+    n = const_arg(d, "n")
+    return np_views.eye(tx.ctx, n, n, 0, const_arg(d, "dtype"), "C")
+
+
 def _asarray(copy_default: Any) -> Callable:
     spec = (
         ("a", REQUIRED),
@@ -441,6 +454,8 @@ def _tables() -> tuple[dict, dict]:
             np.ones: _creator(1),
             np.empty: _creator(0, empty=True),
             np.full: _creator(None),
+            np.eye: _eye,
+            np.identity: _identity,
             np.shape: _facts(np.shape),
             np.tensordot: np_linalg.tensordot_call,
             np.einsum: np_linalg.einsum_call,

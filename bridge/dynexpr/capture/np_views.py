@@ -225,6 +225,26 @@ def setitem(ctx: Context, x: ArrayVar, key: Any, value: Var) -> None:
     x.write(index if index else None, v)
 
 
+def eye(ctx: Context, n: Any, m: Any, k: Any, dtype: Any, order: Any) -> Var:
+    """np.eye(n, m, k, dtype) and np.identity: zeros whose k-th diagonal is written with
+    ones, as one strided store through the array's flat view (in a C-ordered n x m array
+    the diagonal is every (m+1)-th element from k, or from -k*m below the main one)."""
+    if order not in ("C", None):
+        graph_break(f"np.eye(order={order!r}) is not supported: dynexpr makes C-ordered arrays")
+    ask(np.eye, 0, 0, 0, dtype)  # NumPy's own refusal of the dtype
+    n, k = ask(operator.index, n), ask(operator.index, k)
+    m = n if m is None else ask(operator.index, m)
+    ctx.session.check_static((n, m, k), "np.eye")
+    out = full(ctx, (n, m), 0, dtype)  # NumPy's error for a negative n or m
+    out.storage.c_contig = True  # its flat view is the same memory, as in NumPy
+    count = max(0, min(n, m - k)) if k >= 0 else max(0, min(n + k, m))
+    if count:
+        start = k if k >= 0 else -k * m
+        flat = reshape(ctx, out, -1)
+        setitem(ctx, flat, slice(start, start + (count - 1) * (m + 1) + 1, m + 1), PyVar(1))
+    return out
+
+
 def _is_region_itself(x: ArrayVar, index: tuple, value: ArrayVar) -> bool:
     if value.storage is not x.storage or len(value.path) != len(x.path) + 1:
         return False
