@@ -59,3 +59,12 @@ extern "C" __attribute__((visibility("default"))) void dynexpr_rt_set_blas(void*
   h.int64 = int64 != 0;
   dynexpr::blas::set_blas(h);
 }
+
+// The optional syrk entry points (Note [Gram products] in dynexpr/interop/matmul.hpp), set
+// after dynexpr_rt_set_blas, which clears them.
+extern "C" __attribute__((visibility("default"))) void dynexpr_rt_set_blas_syrk(void* ssyrk, void* dsyrk) {
+  dynexpr::blas::hooks h = dynexpr::blas::current();
+  h.ssyrk = ssyrk;
+  h.dsyrk = dsyrk;
+  dynexpr::blas::set_blas(h);
+}

@@ -8,7 +8,9 @@ its dependencies) finds the CBLAS entry points under the names NumPy's build giv
 ILP64 system OpenBLAS, plain `cblas_dgemm` for an LP64 one (Debian, conda's MKL or
 OpenBLAS). The pointers go to the runtime library (`dynexpr_rt_set_blas`, kernels/
 runtime.cpp) once, when it is loaded; without them dx::matmul uses Eigen split over the
-pool (include/dynexpr/interop/matmul.hpp). `DYNEXPR_BLAS=0` turns the hook off.
+pool (include/dynexpr/interop/matmul.hpp). ssyrk/dsyrk under the same names, where the
+library has them, take `a @ a.T` as NumPy does (Note [Gram products] there). `DYNEXPR_BLAS=0`
+turns the hook off.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ log = logging.getLogger("dynexpr.blas")
 _PATTERNS = (("scipy_cblas_{}64_", True), ("cblas_{}64_", True),
              ("scipy_cblas_{}", False), ("cblas_{}", False))
 _ROUTINES = ("sgemm", "dgemm", "sgemv", "dgemv")
+_OPTIONAL = ("ssyrk", "dsyrk")  # null where the library lacks them
 _found: dict = {}
 
 
-def numpy_cblas() -> tuple[tuple[int, ...], bool] | None:
-    """((sgemm, dgemm, sgemv, dgemv) addresses, ILP64) of NumPy's CBLAS, or None when
-    NumPy exposes none (then dx::matmul uses Eigen). Looked up once per process."""
+def numpy_cblas() -> tuple[tuple[int, ...], bool, tuple[int | None, ...]] | None:
+    """((sgemm, dgemm, sgemv, dgemv) addresses, ILP64, (ssyrk, dsyrk) addresses or None)
+    of NumPy's CBLAS, or None when NumPy exposes none (then dx::matmul uses Eigen).
+    Looked up once per process."""
     if "v" not in _found:
         _found["v"] = _lookup()
     return _found["v"]
@@ -59,8 +63,16 @@ def _lookup():
         if len(addrs) == len(_ROUTINES):
             log.info("dynexpr: matmul calls NumPy's BLAS (%s, %s)", pattern.format("dgemm"),
                      "ILP64" if ilp64 else "LP64")
-            return tuple(addrs), ilp64
+            optional = tuple(_address(lib, pattern.format(r)) for r in _OPTIONAL)
+            return tuple(addrs), ilp64, optional
     return None
+
+
+def _address(lib, name: str) -> int | None:
+    try:
+        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    except AttributeError:
+        return None
 
 
 def install(rt_lib) -> bool:
@@ -68,9 +80,14 @@ def install(rt_lib) -> bool:
     found = numpy_cblas()
     if found is None:
         return False
-    addrs, ilp64 = found
+    addrs, ilp64, optional = found
     fn = rt_lib.dynexpr_rt_set_blas
     fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int]
     fn.restype = None
     fn(*addrs, int(ilp64))
+    set_syrk = getattr(rt_lib, "dynexpr_rt_set_blas_syrk", None)  # absent in older bundles
+    if set_syrk is not None:
+        set_syrk.argtypes = [ctypes.c_void_p] * 2
+        set_syrk.restype = None
+        set_syrk(*optional)
     return True

@@ -567,6 +567,80 @@ TEST_CASE_TEMPLATE("dx::matmul calls the hooked BLAS for float and double, any l
   CHECK(dx::blas::current().dgemm == nullptr);
 }
 
+namespace {
+// A reference CBLAS syrk (row-major, upper triangle only, as dx::matmul calls it): the lower
+// triangle is left as it was, so a result that is right everywhere was mirrored by dx.
+int syrk_calls = 0;
+template <class I, class T>
+void fake_syrk(int order, int uplo, int trans, I n, I k, T alpha, const T* a, I lda, T beta, T* c, I ldc) {
+  REQUIRE(order == 101);
+  REQUIRE(uplo == 121);
+  ++syrk_calls;
+  for (I i = 0; i < n; ++i)
+    for (I j = i; j < n; ++j) {
+      double s = 0;
+      for (I p = 0; p < k; ++p)
+        s += trans == 112 ? double(a[p * lda + i]) * double(a[p * lda + j])
+                          : double(a[i * lda + p]) * double(a[j * lda + p]);
+      c[i * ldc + j] = T(alpha * s + (beta != T(0) ? double(beta) * double(c[i * ldc + j]) : 0.0));
+    }
+}
+template <class I>
+dx::blas::hooks fake_hooks_with_syrk() {
+  dx::blas::hooks h = fake_hooks<I>();
+  h.ssyrk = reinterpret_cast<void*>(&fake_syrk<I, float>);
+  h.dsyrk = reinterpret_cast<void*>(&fake_syrk<I, double>);
+  return h;
+}
+template <class T>
+bool symmetric(const dx::Tensor<T>& c) {
+  const index_t n = c.shape()[0];
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < i; ++j)
+      if (c.data()[i * n + j] != c.data()[j * n + i]) return false;
+  return true;
+}
+}  // namespace
+
+// Note [Gram products] in dynexpr/interop/matmul.hpp.
+TEST_CASE_TEMPLATE("dx::matmul of a matrix and its own transpose calls syrk", T, float, double) {
+  for (const bool ilp64 : {false, true}) {
+    CAPTURE(ilp64);
+    hook_guard g(ilp64 ? fake_hooks_with_syrk<std::int64_t>() : fake_hooks_with_syrk<int>());
+    const auto x = random<T>(Shape{30, 12}, 60);
+    const auto big = random<T>(Shape{60, 12}, 61);
+    const auto xs = big.slice(dx::slice(dx::none, dx::none, 2), dx::colon);  // (30, 12), row stride 24
+    syrk_calls = blas_calls = 0;
+    const auto ata = dx::matmul(x.transpose(), x), aat = dx::matmul(x, x.transpose());
+    const auto sts = dx::matmul(xs.transpose(), xs), ssT = dx::matmul(xs, xs.transpose());
+    CHECK(syrk_calls == 4);
+    CHECK(blas_calls == 0);
+    expect_matmul(ata, x.transpose(), x.view());
+    expect_matmul(aat, x.view(), x.transpose());
+    expect_matmul(sts, xs.transpose(), xs);
+    expect_matmul(ssT, xs, xs.transpose());
+    CHECK((symmetric(ata) && symmetric(aat) && symmetric(sts) && symmetric(ssT)));
+    // not the same memory (an equal copy), or accumulating onto c (beta 1): gemm
+    const auto copy = dx::Tensor<T>(x.view().copy());
+    expect_matmul(dx::matmul(x.transpose(), copy), x.transpose(), copy.view());
+    dx::Tensor<T> acc(Shape{12, 12});
+    dx::assign(acc.view(), dx::scalar<T>(T(1)));
+    dx::matmul_into(acc.view(), x.transpose(), x, T(1), true);
+    CHECK(syrk_calls == 4);
+    CHECK(blas_calls == 2);
+    const auto ref = ref_matmul(x.transpose(), x.view());
+    for (index_t i = 0; i < acc.size(); ++i)
+      CHECK(double(acc.data()[i]) == doctest::Approx(ref[size_t(i)] + 1).epsilon(1e-4));
+  }
+  {  // a BLAS without syrk: gemm
+    hook_guard g(fake_hooks<int>());
+    const auto x = random<T>(Shape{9, 4}, 62);
+    syrk_calls = blas_calls = 0;
+    expect_matmul(dx::matmul(x.transpose(), x), x.transpose(), x.view());
+    CHECK((syrk_calls == 0 && blas_calls == 1));
+  }
+}
+
 TEST_CASE_TEMPLATE("dx::matmul of a large product splits rows over the pool", T, double, std::int64_t) {
   const int saved = dx::parallel::num_threads();
   dx::parallel::set_num_threads(4);

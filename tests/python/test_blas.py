@@ -62,6 +62,44 @@ def test_numpy_blas_is_found():
     # The scipy-openblas wheels NumPy ships (and system builds) export CBLAS gemm/gemv.
     found = blas.numpy_cblas()
     assert found is not None and all(found[0])
+    assert all(found[2]), "ssyrk/dsyrk not found: Gram products run through gemm"
+
+
+def gram_left(x):
+    return x.T @ x
+
+
+def gram_right(x):
+    return x @ x.T
+
+
+def gram_plus(x, c):
+    return 2.0 * (x.T @ x) + c  # a scale and a bias folded into BLAS: gemm, not syrk
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, view", [((50, 7), None), ((7, 50), None), ((300, 40), None),
+                                         ((40, 30), "stride"), ((30, 40), "transposed"),
+                                         ((1, 5), None), ((5, 1), None)])
+def test_gram_products_match_numpy_and_are_symmetric(dtype, shape, view):
+    """Note [Gram products] (interop/matmul.hpp): x.T @ x and x @ x.T go to syrk as
+    NumPy's do, which fills one triangle and mirrors it: the captured result equals
+    NumPy's within rounding and is exactly symmetric, as NumPy's is. Which BLAS routine
+    runs is checked in C++ (test_eigen.cpp, with recording BLAS hooks)."""
+    x = arr(shape, dtype)
+    if view == "stride":
+        x = x[::2]
+    elif view == "transposed":
+        x = x.T
+    for fn in (gram_left, gram_right):
+        f = dynexpr.capture(fn)
+        for _ in range(2):
+            want, got = fn(x), f(x)
+            assert_same(want, got)
+            assert np.array_equal(got, got.T), fn.__name__
+    c = arr((x.shape[1], x.shape[1]), dtype)
+    f = dynexpr.capture(gram_plus)
+    assert_same(gram_plus(x, c), f(x, c))
 
 
 @pytest.mark.parametrize("fn, shapes, dtype",

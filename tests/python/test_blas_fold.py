@@ -147,6 +147,26 @@ def test_what_does_not_fold_is_still_right():
     assert src.count("dx::matmul_into(") == 2 and ", true);" in src
 
 
+def test_gram_product_keeps_its_bias_out_of_blas():
+    """A bias on X.T @ X is added after the product, not folded as beta: syrk, which
+    NumPy uses for it, has no beta (Note [alpha/beta folding]); a scale still folds."""
+    def ridge(X, lam):
+        return X.T @ X + lam * np.eye(X.shape[1])
+
+    def scaled(X, C):
+        return 0.5 * (X @ X.T) + C
+
+    X = RNG.standard_normal((30, 6))
+    for fn, args in ((ridge, (X, 0.25)), (scaled, (X, RNG.standard_normal((30, 30))))):
+        f = dynexpr.capture(fn)
+        assert_same(fn(*args), f(*args), tol=TOL)
+        st, src = product_kernels(fn, args)
+        assert src.count("dx::matmul_into(") == 1 and ", true);" not in src, src
+        assert [k.kind for k in st.kernels][-1] == "pointwise", src  # the add, after it
+    _, src = product_kernels(scaled, (X, RNG.standard_normal((30, 30))))
+    assert src.split("dx::matmul_into(")[1].split(";")[0].endswith(", 0.5)"), src  # alpha
+
+
 def test_product_written_into_a_mutated_argument():
     def fn(A, x):
         x[:] = A @ x  # the destination is an operand: the product goes through a temporary

@@ -4,7 +4,8 @@
 // dynexpr links no BLAS. A host that has one hands its CBLAS dgemm/sgemm/dgemv/sgemv
 // entry points to set_blas(); dx::matmul then calls them for float and double products
 // whose operands BLAS can read in place (one unit stride, a positive leading stride),
-// and Eigen otherwise. The Python bridge passes the BLAS NumPy itself calls (found
+// and Eigen otherwise; ssyrk/dsyrk, where given, for a product of a matrix with its own
+// transpose. The Python bridge passes the BLAS NumPy itself calls (found
 // through NumPy's extension module, bridge/dynexpr/blas.py), so a captured `A @ x` runs
 // the same multi-threaded code as NumPy's. The hook lives in libdynexpr_rt.so for
 // generated units (Note [runtime library] in dynexpr/parallel/thread_pool.hpp), inline
@@ -27,6 +28,8 @@ struct hooks {
   void* dgemm = nullptr;  // cblas_dgemm
   void* sgemv = nullptr;  // cblas_sgemv
   void* dgemv = nullptr;  // cblas_dgemv
+  void* ssyrk = nullptr;  // cblas_ssyrk (optional: a @ a.T through gemm without it)
+  void* dsyrk = nullptr;  // cblas_dsyrk
   bool int64 = false;     // ILP64 interface
 };
 
@@ -45,13 +48,20 @@ DYNEXPR_RT_FN hooks& current() {
 #endif
 
 namespace detail {
-enum : int { row_major = 101, no_trans = 111, trans = 112 };
+enum : int { row_major = 101, no_trans = 111, trans = 112, upper = 121 };
 
 template <class I, class T>
 using gemm_fn = void (*)(int, int, int, I, I, I, T, const T*, I, const T*, I, T, T*, I);
 template <class I, class T>
 using gemv_fn = void (*)(int, int, I, I, T, const T*, I, const T*, I, T, T*, I);
 
+template <class I, class T>
+using syrk_fn = void (*)(int, int, int, I, I, T, const T*, I, T, T*, I);
+
+template <class T>
+void* syrk_ptr(const hooks& h) {
+  return std::is_same_v<T, float> ? h.ssyrk : h.dsyrk;
+}
 template <class T>
 void* gemm_ptr(const hooks& h) {
   return std::is_same_v<T, float> ? h.sgemm : h.dgemm;
@@ -101,6 +111,25 @@ bool gemm(bool ta, bool tb, index_t m, index_t n, index_t k, T alpha, const T* a
   else
     reinterpret_cast<detail::gemm_fn<int, T>>(p)(detail::row_major, oa, ob, int(m), int(n), int(k), alpha, a,
                                                  int(lda), b, int(ldb), beta, c, int(ldc));
+  return true;
+}
+
+/// The upper triangle of C (n x n, row-major, leading stride ldc) = alpha op(A) op(A)^T
+/// + beta C, op(A) n x k as stored (ta: A is k x n), through the hooked BLAS. false: no
+/// syrk for T. np.matmul calls syrk for `a @ a.T` and `a.T @ a` (Note [Gram products] in
+/// dynexpr/interop/matmul.hpp).
+template <class T>
+bool syrk(bool ta, index_t n, index_t k, T alpha, const T* a, index_t lda, T beta, T* c, index_t ldc) {
+  const hooks& h = current();
+  void* p = detail::syrk_ptr<T>(h);
+  if (p == nullptr || !detail::fits(h, {n, k, lda, ldc})) return false;
+  const int oa = ta ? detail::trans : detail::no_trans;
+  if (h.int64)
+    reinterpret_cast<detail::syrk_fn<std::int64_t, T>>(p)(detail::row_major, detail::upper, oa, n, k, alpha, a,
+                                                          lda, beta, c, ldc);
+  else
+    reinterpret_cast<detail::syrk_fn<int, T>>(p)(detail::row_major, detail::upper, oa, int(n), int(k), alpha, a,
+                                                 int(lda), beta, c, int(ldc));
   return true;
 }
 

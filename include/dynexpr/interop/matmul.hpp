@@ -41,6 +41,34 @@ auto as_matrix_operand(X&& x, std::optional<Tensor<T>>& storage) {
   }
 }
 
+// Note [Gram products]
+// NumPy's matmul computes `a @ a.T` and `a.T @ a` (b the same memory as a, transposed) with
+// syrk, which computes one triangle, half of gemm's multiply-adds, and copies it into the
+// other: X.T @ X for a 5000 x 200 X took 3.8 ms in NumPy against 5.3 ms by gemm, which was
+// what a captured ridge regression's normal equations ran. The result is also exactly
+// symmetric, as NumPy's is. Only where beta is 0: the mirrored triangle would otherwise
+// have to be beta times an old c that need not be symmetric.
+
+/// c = alpha a a^T through syrk when b is a's transpose (the same memory with swapped
+/// shape and strides), beta is 0 and c is row-major; false otherwise (gemm then).
+template <class T>
+bool gram_product(const View<const T>& a, const View<const T>& b, const View<T>& c, T alpha, T beta) {
+  const index_t m = a.shape()[0], k = a.shape()[1];
+  if (beta != T(0) || m < 2 || a.data() != b.data() || b.shape()[0] != k || b.shape()[1] != m ||
+      b.strides()[0] != a.strides()[1] || b.strides()[1] != a.strides()[0])
+    return false;
+  bool ta = false;
+  index_t lda = 0;
+  if (!blas::layout(m, k, a.strides()[0], a.strides()[1], ta, lda)) return false;
+  if (c.strides()[1] != 1 || c.strides()[0] < m) return false;
+  const index_t ldc = c.strides()[0];
+  T* out = c.data();
+  if (!blas::syrk<T>(ta, m, k, alpha, a.data(), lda, T(0), out, ldc)) return false;
+  for (index_t i = 1; i < m; ++i)  // the lower triangle from the upper one
+    for (index_t j = 0; j < i; ++j) out[i * ldc + j] = out[j * ldc + i];
+  return true;
+}
+
 /// c (m x n) = alpha a (m x k) b (k x n) + beta c through the hooked BLAS (Note [BLAS
 /// hook] in dynexpr/interop/blas.hpp): gemv for a matrix-vector product, gemm otherwise;
 /// an operand BLAS cannot read in place is copied first. c must not overlap a or b and
@@ -57,6 +85,7 @@ bool blas_product(View<const T> a, View<const T> b, const View<T>& c, T alpha, T
     std::optional<Tensor<T>> ca, cb;  // copies only where BLAS cannot read in place
     bool ta = false, tb = false;
     index_t lda = 0, ldb = 0;
+    if (gram_product<T>(a, b, c, alpha, beta)) return true;
     if (!blas::layout(m, k, a.strides()[0], a.strides()[1], ta, lda)) {
       ca.emplace(a.copy());
       a = View<const T>(ca->view());
