@@ -198,6 +198,39 @@ TEST_CASE("Tensor: buffers of 256 KB to 32 MB are recycled, zero-filled again") 
   CHECK(held == 7 * (std::size_t{9} << 20));
 }
 
+TEST_CASE("Tensor: tiny buffers are recycled per thread, zero-filled again") {
+  // Note [small blocks] in core/tensor.hpp.
+  dx::detail::trim_block_cache();
+  const double* first = nullptr;
+  {
+    dx::Tensor<double> a(Shape{});
+    first = a.data();
+    a.data()[0] = 5.0;
+  }
+  dx::Tensor<double> b(Shape{});
+  CHECK(b.data() == first);  // the block just freed, handed out again
+  CHECK(b.data()[0] == 0.0);
+  CHECK(aligned64(b.data()));
+  dx::Tensor<std::int32_t> c(Shape{16});  // 64 bytes: the same size class
+  CHECK(aligned64(c.data()));
+  CHECK(c.data()[15] == 0);
+  {  // more than a thread keeps: the rest go back to malloc, all still usable
+    std::vector<dx::Tensor<float>> many;
+    for (int i = 0; i < 100; ++i) many.emplace_back(Shape{3});
+    for (auto& t : many) CHECK(t.data()[2] == 0.f);
+  }
+  // a tiny tensor made on one thread and freed on another joins that thread's list
+  dx::detail::trim_block_cache();  // (this thread's list is full after the 100 above)
+  std::optional<dx::Tensor<double>> moved;
+  std::thread maker([&] { moved.emplace(Shape{2}); });
+  maker.join();
+  const double* from_other = moved->data();
+  moved.reset();
+  dx::Tensor<double> d(Shape{2});
+  CHECK(d.data() == from_other);
+  CHECK(dx::detail::trim_block_cache() == 0);  // tiny blocks are not the shared cache's
+}
+
 TEST_CASE("Tensor: the block cache under threads") {
   std::vector<std::thread> threads;
   std::atomic<int> bad{0};

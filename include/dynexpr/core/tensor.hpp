@@ -90,6 +90,14 @@ inline index_t adjust_slice(const slice& s, index_t len, index_t& start) {
 // buffers]). The cache is shared by the units of a process (it lives in libdynexpr_rt.so
 // for them, Note [runtime library]); a thread that finds its lock taken (another thread,
 // or a fork while it was held) bypasses it. trim_block_cache() frees what it holds.
+//
+// Note [small blocks]
+// The 0-d and tiny temporaries of a rolled loop's body (a tridiagonal solve's m, cp[i],
+// dp[i]: three 64-byte blocks an iteration) went through aligned_alloc, which takes
+// glibc's slow memalign path, not its per-thread cache: malloc and free were 15% of a
+// Thomas solve's time. Each thread keeps up to 32 freed blocks of one alignment unit
+// and hands them out again, without a lock; a block freed on another thread joins that
+// thread's list, and a thread's list is freed when the thread ends.
 struct block_header {
   void* base;         // what aligned_alloc returned
   std::size_t bytes;  // the data's capacity (a multiple of the alignment)
@@ -103,7 +111,8 @@ inline constexpr std::size_t block_cache_capacity = std::size_t{64} << 20;
 DYNEXPR_RT_FN void* acquire_block(std::size_t bytes, std::size_t align) noexcept;
 /// Returns a block from acquire_block (null is ignored).
 DYNEXPR_RT_FN void release_block(void* data) noexcept;
-/// Frees every block the cache holds; returns the bytes freed.
+/// Frees every block the cache holds (and the calling thread's small blocks: Note [small
+/// blocks]); returns the bytes of the shared cache's blocks it freed.
 DYNEXPR_RT_FN std::size_t trim_block_cache() noexcept;
 
 template <class T>
@@ -516,8 +525,35 @@ inline bool cacheable(std::size_t bytes) noexcept {
 
 inline void free_block(void* data) noexcept { std::free(header_of(data)->base); }
 
+// Note [small blocks]
+struct small_blocks {
+  static constexpr int capacity = 32;
+  void* items[capacity];
+  int n = 0;
+  bool open = true;  // false once the thread is ending: later frees go to malloc
+  void clear() noexcept {
+    while (n > 0) free_block(items[--n]);
+  }
+  ~small_blocks() {
+    clear();
+    open = false;
+  }
+};
+
+inline small_blocks& the_small_blocks() noexcept {
+  thread_local small_blocks blocks;
+  return blocks;
+}
+
+inline bool small(std::size_t bytes, std::size_t align) noexcept {
+  return bytes == buffer_alignment && align == buffer_alignment;
+}
+
 DYNEXPR_RT_FN void* acquire_block(std::size_t bytes, std::size_t align) noexcept {
-  if (cacheable(bytes)) {
+  if (small(bytes, align)) {
+    small_blocks& l = the_small_blocks();
+    if (l.n > 0) return l.items[--l.n];
+  } else if (cacheable(bytes)) {
     block_cache& c = the_block_cache();
     std::unique_lock<std::mutex> lock(c.mutex, std::try_to_lock);
     if (lock.owns_lock()) {
@@ -546,7 +582,13 @@ DYNEXPR_RT_FN void* acquire_block(std::size_t bytes, std::size_t align) noexcept
 DYNEXPR_RT_FN void release_block(void* data) noexcept {
   if (!data) return;
   const block_header h = *header_of(data);
-  if (cacheable(h.bytes)) {
+  if (small(h.bytes, h.align)) {
+    small_blocks& l = the_small_blocks();
+    if (l.open && l.n < small_blocks::capacity) {
+      l.items[l.n++] = data;
+      return;
+    }
+  } else if (cacheable(h.bytes)) {
     block_cache& c = the_block_cache();
     std::unique_lock<std::mutex> lock(c.mutex, std::try_to_lock);
     if (lock.owns_lock()) {
@@ -584,6 +626,7 @@ DYNEXPR_RT_FN void release_block(void* data) noexcept {
 }
 
 DYNEXPR_RT_FN std::size_t trim_block_cache() noexcept {
+  the_small_blocks().clear();  // not counted: the bytes returned are the shared cache's
   block_cache& c = the_block_cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   std::size_t freed = 0;
