@@ -126,6 +126,19 @@ DYNEXPR_INLINE void run_segment_any(DL dl, const Ev& ev, W& w, index_t jb, index
 /// not unit-stride anyway still gets the right answer, lane by lane.
 template <class T, class E, bool Lean = false>
 void run(const View<T>& out, const E& e) {
+  if (out.ndim() == 0) {
+    // Note [0-d results]
+    // A 0-d result (a rolled loop's scalar recurrence: m = b[i] - a[i] * cp[i - 1]) is one
+    // element: it is read through the evaluators' scalar path, without the strides,
+    // layout, pool and SIMD-tail machinery of the loop below, which cost more than the
+    // arithmetic. Every operand is 0-d too (nothing else broadcasts into a 0-d output),
+    // so the default layout (one dimension of extent 1, stride 0) reads each one's element.
+    layout L0;
+    L0.out_shape = out.shape();
+    const evaluator<E> ev(e, L0);
+    *out.data() = static_cast<T>(ev.at(0));
+    return;
+  }
   using DL = loop_tag_t<E>;
   // Fixed-size: a vector here cost ~110 ns per call (bench, 8 elements).
   std::array<Strides, leaf_count_v<E> + 1> operands;
