@@ -7,7 +7,9 @@ fused into the unit.
 Per size n (n x n float64 matrices, length-n vectors): A @ x, A.T @ y, alpha*A@B + beta*C
 (scale and bias folded into the gemm: Note [alpha/beta folding] in blas_fold.py), a
 pipeline with pointwise work after the product (tanh(A @ x + b) * s) and a 2-layer MLP
-forward (relu(X @ W1 + b1) @ W2 + b2, X n x n, W1 n x n/2, W2 n/2 x 10); an int64 product
+forward (relu(X @ W1 + b1) @ W2 + b2, X n x n, W1 n x n/2, W2 n/2 x 10); the Gram product
+A.T @ A and a ridge system A.T @ A + lam * np.eye(n) (syrk: Note [Gram products] in
+include/dynexpr/interop/matmul.hpp); an int64 product
 (A @ B) % 7 up to n = 500 (no BLAS has integers: Note [matmul without Eigen in units]); and
 A.T @ y at 1500 whatever the sizes (issue 13's worst row). --quick: a shorter budget per row. Each is checked
 against NumPy (values, dtype, shape), then plain and captured are timed alternately, best
@@ -50,6 +52,14 @@ def mlp(X, W1, b1, W2, b2):
     return h @ W2 + b2
 
 
+def gram(A):
+    return A.T @ A  # syrk, as NumPy's matmul (Note [Gram products])
+
+
+def ridge(A, lam):
+    return A.T @ A + lam * np.eye(A.shape[1])
+
+
 def int_mod(A, B):
     return (A @ B) % 7
 
@@ -78,7 +88,8 @@ def cases(n: int, only_at_y: bool = False) -> list:
     W1, W2 = rng.standard_normal((n, h)) / n ** 0.5, rng.standard_normal((h, 10)) / h ** 0.5
     b1, b2 = rng.standard_normal(h), rng.standard_normal(10)
     rows = [(a_x, (A, x)), (at_y, (A, y)), (gemm, (A, B, C, 0.5, 2.0)),
-            (pipeline, (A, x, b, 0.25)), (mlp, (A, W1, b1, W2, b2))]
+            (pipeline, (A, x, b, 0.25)), (mlp, (A, W1, b1, W2, b2)), (gram, (A,)),
+            (ridge, (A, 0.1))]
     if n <= 500:  # NumPy's integer matmul is a plain loop: 2000^3 would take seconds a call
         rows.append((int_mod, tuple(rng.integers(-50, 50, (n, n)) for _ in range(2))))
     return rows
