@@ -322,7 +322,7 @@ def identity_matrices(x):
     marked = np.identity(3, dtype=np.int32)
     marked[0, 2] = 7
     return (gram, shifted, np.eye(2, 3, k=5), np.eye(0), np.eye(3, dtype=bool),
-            np.identity(n) * x[0], marked)
+            np.identity(n) * x[0], marked, np.identity(2), np.eye(2, dtype=None))
 
 
 @case(each_float(lambda rng, f: (f(rng, 10) * 10,)))

@@ -231,6 +231,7 @@ def eye(ctx: Context, n: Any, m: Any, k: Any, dtype: Any, order: Any) -> Var:
     the diagonal is every (m+1)-th element from k, or from -k*m below the main one)."""
     if order not in ("C", None):
         graph_break(f"np.eye(order={order!r}) is not supported: dynexpr makes C-ordered arrays")
+    dtype = float if dtype is None else dtype  # np.eye(dtype=None) and np.identity(n): float64
     ask(np.eye, 0, 0, 0, dtype)  # NumPy's own refusal of the dtype
     n, k = ask(operator.index, n), ask(operator.index, k)
     m = n if m is None else ask(operator.index, m)
