@@ -14,7 +14,6 @@ import contextlib
 import logging
 import os
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -101,8 +100,8 @@ def compile_unit(key: str, source: str, tmp: Path, final: Path) -> None:
     src = tmp / "unit.cpp"
     trust.write_private(src, source.encode())
     log_code.info("dynexpr: generated unit %s:\n%s", key[:16], source)
-    pch_dir, rt_dir = prelude_and_runtime()
-    cmd = compile_command(src, tmp / ARTIFACT, pch_dir, rt_dir, final)
+    pch_dir = ensure_pch()
+    cmd = compile_command(src, tmp / ARTIFACT, pch_dir, ensure_runtime(), final)
     t0 = time.perf_counter()
     proc = _compiler(cmd)
     stats["compile_seconds"] += time.perf_counter() - t0
@@ -163,34 +162,6 @@ def _prebuilt(name: str, key: str) -> Path | None:
         if (inst / "key.txt").read_text().strip() == key and verify_file(inst / name):
             return inst
     return None
-
-
-def prelude_and_runtime() -> tuple[Path | None, Path]:
-    """ensure_pch() and ensure_runtime(). In a new cache both are built, 4 s and 8 s of
-    g++ CPU on this project's machines (the runtime library holds dx::matmul's Eigen
-    fallback: Note [matmul without Eigen in units]); the runtime library then builds on a
-    second thread while the prelude precompiles, so a first compile waits for the longer
-    of the two, not their sum. Errors are ensure_runtime()'s, raised here."""
-    if verify_file(cache_dir() / "rt" / pch_key() / RUNTIME_LIB) or \
-            _prebuilt(RUNTIME_LIB, pch_key()) is not None:
-        return ensure_pch(), ensure_runtime()  # the warm path: no thread
-    result: dict = {}
-
-    def build() -> None:
-        try:
-            result["rt"] = ensure_runtime()
-        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
-            result["error"] = e
-
-    worker = threading.Thread(target=build, name="dynexpr-runtime-build", daemon=True)
-    worker.start()
-    try:
-        pch_dir = ensure_pch()
-    finally:
-        worker.join()
-    if "error" in result:
-        raise result["error"]
-    return pch_dir, result["rt"]
 
 
 def ensure_pch() -> Path | None:
