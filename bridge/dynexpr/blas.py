@@ -54,17 +54,12 @@ def _lookup():
         log.info("dynexpr: NumPy's extension module does not load by path (%s): no BLAS", e)
         return None
     for pattern, ilp64 in _PATTERNS:
-        addrs = []
-        for r in _ROUTINES:
-            try:
-                addrs.append(ctypes.cast(getattr(lib, pattern.format(r)), ctypes.c_void_p).value)
-            except AttributeError:
-                break
-        if len(addrs) == len(_ROUTINES):
+        addrs = tuple(_address(lib, pattern.format(r)) for r in _ROUTINES)
+        if None not in addrs:
             log.info("dynexpr: matmul calls NumPy's BLAS (%s, %s)", pattern.format("dgemm"),
                      "ILP64" if ilp64 else "LP64")
             optional = tuple(_address(lib, pattern.format(r)) for r in _OPTIONAL)
-            return tuple(addrs), ilp64, optional
+            return addrs, ilp64, optional
     return None
 
 
