@@ -63,13 +63,21 @@ MODES = ("default", "max-autotune")
 
 _live: weakref.WeakSet[CapturedFunction] = weakref.WeakSet()
 try:
-    from ._native import select as _select
+    from ._native import Dispatch as _Dispatch, select as _select
 except ImportError:  # a source checkout without the built extension: guards in Python
     _select = None
 
+    class _Dispatch:  # what _native.Dispatch does, without its native hit path
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            return self._call(*args, **kwargs)
 
-class CapturedFunction:
-    """What dynexpr.capture returns: call it like the function it wraps."""
+
+class CapturedFunction(_Dispatch):
+    """What dynexpr.capture returns: call it like the function it wraps.
+
+    Its base, _native.Dispatch, answers a call that hits a plain compiled entry without
+    running Python (Note [the native hit path] in bridge/native/dispatch.c); every other
+    call runs _call. _centries, _fn, _simple_nargs and _hits are that base's members."""
 
     _dynexpr_captured = True  # marks captured functions for the translator (builder.py)
 
@@ -117,7 +125,8 @@ class CapturedFunction:
         return self if obj is None else types.MethodType(self, obj)
 
     # -- calls ------------------------------------------------------------------------
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
+        """A call the native hit path did not answer (Note [the native hit path])."""
         fn = self._fn
         if not kwargs and len(args) == self._simple_nargs:
             bound = args
@@ -144,7 +153,7 @@ class CapturedFunction:
         # Threads that miss at once would each translate and compile the same guard set
         # (8 threads: 8 identical entries, and the recompile limit reached by copies).
         # The miss path finds or adds the entry under a per-function lock, so one thread
-        # builds it and the others find it; the hit path (__call__) takes no lock.
+        # builds it and the others find it; the hit paths (Dispatch, _call) take no lock.
         fn = self._fn
         if getattr(fn, "__dynexpr_disable__", False):
             self._misses += 1

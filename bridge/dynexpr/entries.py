@@ -30,7 +30,7 @@ except ImportError:  # a source checkout without the built extension: guards in 
 
 class Entry:
     __slots__ = ("guards", "cguards", "compiled", "input_getters", "template", "translation",
-                 "reason", "fetch", "direct", "resume", "judge", "verdict")
+                 "reason", "fetch", "arg_index", "direct", "resume", "judge", "verdict")
 
     def __init__(
         self,
@@ -60,6 +60,9 @@ class Entry:
         # The per-call path, kept short (a 1K add costs ~3 us in all): the inputs when
         # they are all arguments, and the output when the result is one of them as is.
         idx = [s[1] for s in sources if s[0] == "arg"]
+        # Note [the native hit path] (bridge/native/guards.c): the argument positions of
+        # the inputs, or None where one is not an argument.
+        self.arg_index = tuple(idx) if len(idx) == len(sources) else None
         if len(idx) != len(sources):
             self.fetch = None
         elif len(idx) >= 2:

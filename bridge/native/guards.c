@@ -624,6 +624,17 @@ static int check_one(const guard* g, PyObject* const* args, Py_ssize_t nargs, Py
   return ok;
 }
 
+/* Index of the first failing guard for bound arguments items[0..n), -1 if all hold. */
+static Py_ssize_t first_failure_of(GuardSetObject* self, PyObject* const* items, Py_ssize_t n,
+                                   PyObject* fn) {
+  global_memo memo = {NULL, NULL};
+  Py_ssize_t failed = -1;
+  for (Py_ssize_t i = 0; i < self->n && failed < 0; ++i)
+    if (!check_one(&self->g[i], items, n, fn, &memo)) failed = i;
+  Py_XDECREF(memo.value);
+  return failed;
+}
+
 /* Index of the first failing guard, -1 if all hold, -2 on a bad call (exception set). */
 static Py_ssize_t first_failure(GuardSetObject* self, PyObject* args, PyObject* fn) {
   PyObject* const* items;
@@ -638,12 +649,7 @@ static Py_ssize_t first_failure(GuardSetObject* self, PyObject* args, PyObject* 
     PyErr_SetString(PyExc_TypeError, "dynexpr GuardSet: args must be a tuple or list");
     return -2;
   }
-  global_memo memo = {NULL, NULL};
-  Py_ssize_t failed = -1;
-  for (Py_ssize_t i = 0; i < self->n && failed < 0; ++i)
-    if (!check_one(&self->g[i], items, n, fn, &memo)) failed = i;
-  Py_XDECREF(memo.value);
-  return failed;
+  return first_failure_of(self, items, n, fn);
 }
 
 static int parse_check_args(PyObject* const* a, Py_ssize_t n, PyObject** args, PyObject** fn) {
@@ -704,16 +710,11 @@ PyTypeObject dx_GuardSetType = {
     .tp_as_sequence = &GuardSet_as_sequence,
 };
 
-/* select(entries, args, fn=None): the second item of the first (GuardSet, value, ...)
- * entry whose guards hold, or None: the per-code-object dispatch of the fast path. */
-PyObject* dx_select(PyObject* mod, PyObject* const* a, Py_ssize_t n) {
-  (void)mod;
-  if (n < 2 || n > 3 || !PyList_Check(a[0])) {
-    PyErr_SetString(PyExc_TypeError, "select(entries: list, args: tuple, fn=None)");
-    return NULL;
-  }
-  PyObject* entries = a[0];
-  PyObject* fn = n == 3 ? a[2] : Py_None;
+/* The second item of the first (GuardSet, value, ...) tuple of list `entries` whose
+ * guards hold for bound arguments items[0..n): a borrowed reference; Py_None if none
+ * holds; NULL with an exception on a malformed list. */
+PyObject* dx_select_of(PyObject* entries, PyObject* const* items, Py_ssize_t n,
+                       PyObject* fn) {
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); ++i) {
     PyObject* e = PyList_GET_ITEM(entries, i);
     if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 2 ||
@@ -721,17 +722,26 @@ PyObject* dx_select(PyObject* mod, PyObject* const* a, Py_ssize_t n) {
       PyErr_SetString(PyExc_TypeError, "select: entries are (GuardSet, value) tuples");
       return NULL;
     }
-    Py_ssize_t r = first_failure((GuardSetObject*)PyTuple_GET_ITEM(e, 0), a[1], fn);
-    if (r == -2) return NULL;
-    if (r == -1) {
-      PyObject* v = PyTuple_GET_ITEM(e, 1);
-      Py_INCREF(v);
-      return v;
-    }
+    if (first_failure_of((GuardSetObject*)PyTuple_GET_ITEM(e, 0), items, n, fn) == -1)
+      return PyTuple_GET_ITEM(e, 1);
   }
-  Py_RETURN_NONE;
+  return Py_None;
 }
 
+/* select(entries, args, fn=None): the second item of the first (GuardSet, value, ...)
+ * entry whose guards hold, or None: a code object's cache entries checked in C. */
+PyObject* dx_select(PyObject* mod, PyObject* const* a, Py_ssize_t n) {
+  (void)mod;
+  if (n < 2 || n > 3 || !PyList_Check(a[0]) || !(PyTuple_Check(a[1]) || PyList_Check(a[1]))) {
+    PyErr_SetString(PyExc_TypeError, "select(entries: list, args: tuple or list, fn=None)");
+    return NULL;
+  }
+  PyObject* const* items = PyTuple_Check(a[1]) ? &PyTuple_GET_ITEM(a[1], 0)
+                                               : &PyList_GET_ITEM(a[1], 0);
+  PyObject* v = dx_select_of(a[0], items, Py_SIZE(a[1]), n == 3 ? a[2] : Py_None);
+  Py_XINCREF(v);
+  return v;
+}
 
 /* module.GUARD_KINDS: {name: code} of the kinds checked here (codes are guard_kinds.py's). */
 static int add_kind_table(PyObject* module) {

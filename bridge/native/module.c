@@ -34,11 +34,16 @@
  *   select(entries, args, fn=None)  the value of the first (GuardSet, value) entry whose
  *       guards hold, or None: a code object's list of cache entries, checked in C.
  *
+ *   Dispatch   the base type of dynexpr.captured.CapturedFunction: a call that hits an
+ *       entry whose inputs are arguments and whose result is one output runs its kernel
+ *       from C; every other call goes to the subclass's _call (Note [the native hit path]).
+ *
  *   buffer_cache(), trim_buffers()  the freed output buffers kept for the next outputs
  *       of the same size (Note [output buffer cache]).
  *
  * Where each part lives (bridge/native/native.h declares what they share): Kernel in
- * kernel.c, the output buffers in buffers.c, GuardSet and select in guards.c.
+ * kernel.c, the output buffers in buffers.c, GuardSet and select in guards.c, Dispatch in
+ * dispatch.c.
  */
 #define DX_NATIVE_IMPORTS_ARRAY /* the one file that calls import_array */
 #include "native.h"
@@ -69,9 +74,10 @@ PyMODINIT_FUNC PyInit__native(void) {
   if (dx_kernel_init() < 0 || dx_buffers_init() < 0) return NULL;
   PyObject* m = PyModule_Create(&native_module);
   if (!m) return NULL;
-  if (dx_guards_init(m) < 0 ||
+  if (dx_guards_init(m) < 0 || dx_dispatch_init() < 0 ||
       PyModule_AddObjectRef(m, "Kernel", (PyObject*)&dx_KernelType) < 0 ||
       PyModule_AddObjectRef(m, "GuardSet", (PyObject*)&dx_GuardSetType) < 0 ||
+      PyModule_AddObjectRef(m, "Dispatch", (PyObject*)&dx_DispatchType) < 0 ||
       PyModule_AddIntConstant(m, "ABI_VERSION", DYNEXPR_ABI_VERSION) < 0) {
     Py_DECREF(m);
     return NULL;

@@ -1,11 +1,12 @@
 /* bridge/native/native.h — what the files of dynexpr._native share (private to them).
  *
- * The extension has three jobs, one file each, and a module file that ties them:
+ * The extension has four jobs, one file each, and a module file that ties them:
  *   module.c   PyInit__native: NumPy's C API, the module's functions and types
  *   kernel.c   Kernel: loading a compiled unit, describing inputs, calling it,
  *              floating-point error reporting; the dtype table (one section)
  *   buffers.c  the output-buffer allocator (NumPy memory handler + buffer cache)
  *   guards.c   GuardSet, select: guards as data, checked in C
+ *   dispatch.c Dispatch: a captured function's calls, answered in C on a hit
  * Only module.c imports NumPy's C API (import_array); the others use the same table
  * through PY_ARRAY_UNIQUE_SYMBOL. Names shared between files start with dx_; the module
  * is built with hidden visibility, so only PyInit__native is exported.
@@ -46,5 +47,13 @@ extern PyTypeObject dx_GuardSetType;
 /* GuardSet ready, numpy.may_share_memory found, module.GUARD_KINDS added */
 int dx_guards_init(PyObject* module);
 PyObject* dx_select(PyObject* mod, PyObject* const* a, Py_ssize_t n);
+/* The second item of the first (GuardSet, value, ...) tuple of list entries whose guards
+ * hold for bound arguments items[0..n): borrowed; Py_None if none; NULL on a bad list. */
+PyObject* dx_select_of(PyObject* entries, PyObject* const* items, Py_ssize_t n,
+                       PyObject* fn);
+
+/* dispatch.c (Note [the native hit path]) */
+extern PyTypeObject dx_DispatchType;
+int dx_dispatch_init(void);
 
 #endif /* DYNEXPR_BRIDGE_NATIVE_H */
