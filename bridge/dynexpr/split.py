@@ -11,7 +11,9 @@ before any source is generated. Past the budget, the schedule's kernels (in thei
 order) are cut into consecutive groups of at most that many nodes, at kernel boundaries
 only: a kernel's fused expression is never cut, and a loop stays with its loop_out
 kernels (they read its carried arrays by name). A single kernel larger than the budget
-is a group of its own. The default, 500 nodes (about 65 KB of C++), keeps one g++ under
+is a group of its own. A last group under half the budget is then re-cut with the one
+before it to weigh alike, since they compile side by side (a 42-node tail after 500
+left one core idle). The default, 500 nodes (about 65 KB of C++), keeps one g++ under
 ~300 MB and ~10 s of CPU (bench/python/unit_budget.py), and gives a few thousand nodes
 enough units to keep every core busy.
 
@@ -135,12 +137,51 @@ def _weighed_groups(s: Schedule, groups: list[list[Kernel]]):
 
 def partition(s: Schedule, limit: int) -> list[list[Kernel]]:
     """The kernels in run order, cut into consecutive groups of at most `limit` nodes
-    where a cut is allowed (Note [compile budget])."""
+    where a cut is allowed (Note [compile budget]), the last two balanced."""
+    weights = _weights(s)
+    groups = _balance_tail(s, _greedy(s, weights, limit), dict((id(k), w) for k, w in weights),
+                           limit)
+    return [g for g in groups if g]
+
+
+def _balance_tail(s: Schedule, groups: list[list[Kernel]], w: dict, limit: int):
+    """groups with the kernels of its last two re-cut where they weigh most alike.
+    The units compile in parallel, so a graph of 542 nodes cut as 500 + 42 took as
+    long as one unit of 500 (g++'s time grows faster than a unit's size); cut as
+    270 + 272 it takes about half. Only a tail under half the budget moves, and only
+    the group before it with it: every other group is cut where the greedy pass cut
+    it, so a graph that begins as another did still shares those units
+    (test_unit_budget.py::test_a_shared_prefix_is_one_unit)."""
+    if len(groups) < 2 or 2 * sum(w[id(k)] for k in groups[-1]) >= limit:
+        return groups  # a tail of half the budget or more: the greedy cut stands
+    ks = groups[-2] + groups[-1]
+    loop_of = {v.id: v.args[0].id for k in ks for v in k.values if v.op == "loop_out"}
+    # The first and last kernel that hold each loop or one of its loop_outs: a cut may
+    # not fall between them (the loop_out kernels read its carried arrays by name).
+    span: dict[int, list[int]] = {}
+    for i, k in enumerate(ks):
+        for v in k.values:
+            lid = v.id if v.op == "loop" else loop_of.get(v.id)
+            if lid is not None:
+                span.setdefault(lid, [i, i])[1] = i
+    total = sum(w[id(k)] for k in ks)
+    best_c = len(groups[-2])  # the greedy cut, kept unless another is strictly better
+    best, left = max(sum(w[id(k)] for k in groups[-2]), total - sum(w[id(k)] for k in groups[-2])), 0
+    for c in range(1, len(ks)):
+        left += w[id(ks[c - 1])]
+        worst = max(left, total - left)
+        if worst < best and not any(a < c <= b for a, b in span.values()):
+            best, best_c = worst, c
+    return groups[:-2] + [ks[:best_c], ks[best_c:]]
+
+
+def _greedy(s: Schedule, weights: list, limit: int) -> list[list[Kernel]]:
+    """The kernels in run order, each group filled up to `limit` nodes."""
     users = s.users
     groups: list[list[Kernel]] = [[]]
     size = 0
     open_loops: set[int] = set()  # loops of the current group whose loop_outs are to come
-    for k, w in _weights(s):
+    for k, w in weights:
         if groups[-1] and size + w > limit and not open_loops:
             groups.append([])
             size = 0
@@ -153,7 +194,7 @@ def partition(s: Schedule, limit: int) -> list[list[Kernel]]:
                 loop = v.args[0]
                 if all(_stored_in(u, groups[-1]) for u in users[loop.id] if u.op == "loop_out"):
                     open_loops.discard(loop.id)
-    return [g for g in groups if g]
+    return groups
 
 
 def _stored_in(v: ir.Value, group: list[Kernel]) -> bool:

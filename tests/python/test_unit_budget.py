@@ -96,6 +96,29 @@ def test_explain_says_how_a_graph_is_split(unrolled):
     assert "split into" not in str(dynexpr.explain(heat, u, 0.1, 6))
 
 
+def _unit_sizes(*args) -> list[int]:
+    text = str(dynexpr.explain(mixed, *args))
+    return [int(n) for n in text.split("nodes per unit: ")[1].split(")")[0].split(", ")]
+
+
+def test_a_small_last_unit_is_balanced_with_the_one_before(unrolled, monkeypatch):
+    """Units compile side by side: a tail far under the budget is re-cut with the unit
+    before it (Note [compile budget]), and every unit stays within the budget."""
+    x, y = np.linspace(-1, 1, 37), np.linspace(0.5, 2, 37)
+    for n in (6, 12):
+        sizes = _unit_sizes(x, y, n)
+        with monkeypatch.context() as m:
+            m.setattr(split, "_balance_tail", lambda s, groups, w, limit: groups)
+            greedy = _unit_sizes(x, y, n)
+        assert sum(sizes) == sum(greedy) and len(sizes) == len(greedy)
+        assert greedy[:-2] == sizes[:-2] and 2 * greedy[-1] < BUDGET  # the case it is for
+        assert max(sizes) <= BUDGET and abs(sizes[-1] - sizes[-2]) < greedy[-2] - greedy[-1]
+        f = dynexpr.capture(mixed, backend="cpu")
+        for w, v in zip(mixed(x, y, n), f(x, y, n)):
+            assert_same(w, v)
+        assert _units(f) == len(sizes)
+
+
 def test_a_shared_prefix_is_one_unit(unrolled):
     """Each unit is cached by its own content: a graph that begins as another did
     compiles only the units after the shared prefix."""
