@@ -89,10 +89,12 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     bs = schedule(body, unit.s.fuse)
     if any(w and k - 1 not in in_place for k, (_, _, w) in enumerate(bs.inputs)):
         raise NotImplementedError("dynexpr codegen: a loop body that writes its inputs")
-    fname = f"body{len(unit.functions)}"
     # A unit of the same class as the caller's (codegen imports this module, not the
-    # other way round).
-    lines = type(unit)(bs, unit.functions).function(fname)
+    # other way round). Named once its own loops' bodies (a nested loop: Note [nested
+    # loops] in capture/reroll.py) are in unit.functions, so every name is new.
+    lines = type(unit)(bs, unit.functions).function("body_")
+    fname = f"body{len(unit.functions)}"
+    lines[0] = lines[0].replace("body_(", f"{fname}(", 1)
     shared = _same_function(unit.functions, lines)
     if shared is None:
         unit.functions.extend([""] + lines)
@@ -124,6 +126,9 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     emit(f"const dx::Shape {L}_s{{}};")
     emit(f"const dx::Strides {L}_z{{}};")
     cmp = "<" if step > 0 else ">"
+    if isinstance(start, tuple):  # ("dyn", k, mul, add): Note [loop nodes], ir.py
+        _, k, mul, add = start
+        start = f"{mul} * {L}_v{k - 1 - n}.data()[0] + {add}"
     emit(f"for (std::int64_t i = {start}; i {cmp} {L}_stop; i += {step}) {{")
     args = [f"dxl_arg(&{L}_i, {L}_s, {L}_z)"]
     args += [f"dxl_of({carried_name(v, k)})" for k in range(n)]

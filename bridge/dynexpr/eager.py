@@ -196,7 +196,10 @@ def _body_runner(v: ir.Value) -> Callable:
 
     def run(args: list, state, sink) -> tuple:
         stop, carried, invariants = args[0], list(args[1:1 + n]), list(args[1 + n:])
-        steps = range(start, int(stop), step)
+        first = start  # ("dyn", k, mul, add): mul * args[k] + add (Note [loop nodes])
+        if isinstance(start, tuple):
+            first = start[2] * int(args[start[1]]) + start[3]
+        steps = range(first, int(stop), step)
         for i in steps:
             env = execute([np.asarray(i, dtype=np.int64), *carried, *invariants], state, sink)
             # Copies where an exit value is a view of (or is) an entry: the next

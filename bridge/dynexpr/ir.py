@@ -72,6 +72,10 @@ Dim = "int | str"
 # so NumPy's "the right-hand side is read before the write" holds by construction.
 # A body has no mutations; the caller's array a loop updates is a mutation of the outer
 # graph whose final value is a loop_out.
+# `start` is an int, or ("dyn", k, mul, add): mul*args[k] + add, args[k] an int64[]
+# invariant. That is an inner loop whose start moves with an outer loop's variable
+# (`for j in range(k + 1, n)` inside `for k in ...`: Note [nested loops] in
+# capture/reroll.py), which it takes as its last invariant.
 #
 # Note [dynamic offsets]
 # `a[i]`, `a[i-1]`, `a[:, i] = ...`, `a[i:i+3]` in a loop body index at an offset that

@@ -37,6 +37,22 @@ invariant input: a 0-d array operand broadcast in every trip made a rolled heat 
 A constant whose value steps with i (`t = i * dt` in array work) is computed in the body
 from i (affine.py, Note [loop-derived scalars]).
 
+Note [nested loops]
+Loops are tried outermost first, so an outer loop whose body holds a loop with its own
+trip count per outer iteration (`for k in range(n): ... for j in range(k + 1, n):`,
+Gram-Schmidt, triangular updates) does not roll: its iterations have different lengths.
+Its inner loops then roll, one loop node per outer iteration, and the outer loop is tried
+again on segments that hold those nodes (_remapped puts each node in the segment that
+held its iterations). Two inner loop nodes are one computation when their starts step by
+a constant per outer iteration and their bodies differ only in index items that do
+(`Q[:, k]` inside the j loop): the rolled inner node takes the outer variable as its
+last invariant, its start is ("dyn", k, mul, add) (Note [loop nodes], ir.py), and its
+body reads those items as dynamic offsets of that input (_general_body). The last outer
+iterations often run their inner loop too few times to roll (n-k-1 < MIN_TRIPS): up to
+MAX_TAIL of them stay unrolled after the loop, which then ends at a constant stop. Bodies
+that differ in anything else (an op, a shape, a constant, extents that move with the
+outer variable) leave the outer loop unrolled, as before.
+
 Note [period-2 bodies]
 A body that alternates between two computations (`j0 = 1 if i % 2 else 2`, the red and
 black half-sweeps of SOR) is not one computation per iteration, but iteration k+2 is
@@ -62,6 +78,9 @@ MIN_TRIPS = 3  # iteration 0 stays unrolled; at least two iterations to compare
 # pairs of iterations fits 8*i - 15).
 MIN_FIT = 3
 LEAD = 3  # at most this many leading iterations stay unrolled
+# An outer loop whose inner loops ran too few times to roll (`for j in range(k+1, n)`
+# near k = n-1) rolls with at most this many trailing iterations left unrolled.
+MAX_TAIL = 8
 MAX_EXTENTS = 16  # dynamic extents one body may have: frame::max_symbols (prelude.hpp)
 
 
@@ -91,6 +110,7 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
     sources = list(sources)
     # Outermost (largest) loops first; a loop inside one already rolled is part of its
     # body: its segments, mapped onto the new graph, are empty.
+    failed = []  # loops that did not roll: tried again once the loops inside them have
     for k in sorted(range(len(loops)), key=lambda k: -sum(len(s) for s in loops[k][1])):
         rng, segs = loops[k]
         if not any(segs[1:]):
@@ -109,6 +129,7 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
         if result is None:
             if rng[2]:  # its later iterations were never translated
                 raise Untruncate(f"a loop over {rng[0]} is not one computation")
+            failed.append(k)
             continue
         if rng[2] and not _exact_to_the_end(result[2], rng[0], lead):
             raise Untruncate(f"a loop over {rng[0]} indexes out of its arrays' bounds "
@@ -116,8 +137,52 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
         if rng[2] and rng[1] is not None and ctx is not None:
             relax.relax(ctx, rng[1], rng[0], lead, result[2], rng[3])
         g, remap = result[:2]
-        loops = [(r, [[remap[id(v)] for v in s if id(v) in remap] for s in ss]) for r, ss in loops]
+        loops = _remapped(loops, k, g, remap)
+    # Note [nested loops]: an outer loop whose inner loops are now loop nodes.
+    for k in failed:
+        rng, segs = loops[k]
+        if not any(v.op == "loop" for s in segs for v in s):
+            continue
+        order = {id(v): p for p, v in enumerate(g.values)}
+        segs = [sorted(s, key=lambda v: order[id(v)]) for s in segs]
+        result = None
+        for tail in range(MAX_TAIL + 1):
+            if len(segs) - tail < MIN_TRIPS or result is not None:
+                break
+            for m in range(LEAD):
+                end = len(segs) - tail
+                if end - m < MIN_TRIPS or result is not None:
+                    break
+                # A tail left unrolled depends on the stop: the stop is then a constant.
+                stop_source = rng[1] if tail == 0 else None
+                result = _roll(g, (rng[0][m:end], stop_source), segs[m:end], sources)
+        if result is not None:
+            g, remap = result[:2]
+            loops = _remapped(loops, k, g, remap)
     return g, sources
+
+
+def _remapped(loops: list, k: int, g: ir.Graph, remap: dict) -> list:
+    """The segments of every loop but loops[k] (just rolled into graph g) as values of g:
+    the values left outside the rolled region through `remap`, and the loop node that
+    replaced the region (its stop, the node, its loop_outs) added to each segment that
+    held the region, the segment of an outer loop that failed to roll (Note [nested
+    loops])."""
+    images = {id(x) for x in remap.values()}
+    new = [v for v in g.values if id(v) not in images and v.op != "input"]
+    out = []
+    for j, (r, ss) in enumerate(loops):
+        segs = []
+        for s in ss:
+            kept = [remap[id(v)] for v in s if id(v) in remap]
+            # Values of the region are the ones remap leaves out: a segment with some of
+            # them and others that stay encloses the rolled loop (one inside it has none
+            # that stay).
+            if j != k and kept and len(kept) < len(s):
+                kept += new
+            segs.append(kept)
+        out.append((r, segs))
+    return out
 
 
 def _exact_to_the_end(body: ir.Graph, rng: range, lead: int) -> bool:
@@ -161,6 +226,8 @@ def _same_node(a: ir.Value, b: ir.Value) -> bool:
             attrs = tuple((k, len(x)) if k == "shape" else (k, x) for k, x in attrs)
         elif v.op == "const":  # its value may move with i (affine.py)
             attrs = tuple((k, x) for k, x in attrs if k != "value")
+        elif v.op == "loop":  # its start and body may move with i (Note [nested loops])
+            attrs = tuple((k, x) for k, x in attrs if k not in ("start", "body"))
         return v.op, v.dtype, len(v.shape), attrs, len(v.args)
     return key(a) == key(b)
 
@@ -239,6 +306,76 @@ def _dynamic_index(vs: list[ir.Value], rng: range) -> tuple | None:
     return tuple(out)
 
 
+def _nested(vs: list[ir.Value], rng: range) -> tuple | None:
+    """(start, body) of one loop node over the outer iterations 1..T-1 (`vs`) as one
+    inner loop whose start and index offsets move with the outer loop variable, or None
+    (Note [nested loops])."""
+    a = vs[0]
+    if any((x.attr("step"), x.attr("carried"), len(x.args))
+           != (a.attr("step"), a.attr("carried"), len(a.args)) for x in vs):
+        return None
+    k = len(a.args)  # the outer variable: the node's next arg, the body's next input
+    starts = [x.attr("start") for x in vs]
+    if not all(isinstance(x, int) for x in starts):
+        return None
+    if all(x == starts[0] for x in starts):
+        start = starts[0]
+    else:
+        aff = _affine(starts, rng)
+        if aff is None:
+            return None
+        start = ("dyn", k, *aff)
+    body = _general_body([x.attr("body").graph for x in vs], rng)
+    return None if body is None else (start, body)
+
+
+def _general_body(bodies: list[ir.Graph], rng: range) -> ir.Graph | None:
+    """One body for inner loop bodies that differ only in index items moving with the
+    outer loop variable, which it takes as one more input (the last); None when they
+    differ in any other way: an op, a shape, a constant, a nested loop."""
+    b0 = bodies[0]
+    pos = [{id(v): p for p, v in enumerate(b.values)} for b in bodies]
+    for b, ps in zip(bodies, pos):
+        if len(b.values) != len(b0.values) or b.mutations or b.quiet != b0.quiet:
+            return None
+        if [pos[0][id(o)] for o in b0.outputs] != [ps.get(id(o)) for o in b.outputs]:
+            return None
+        for v0, v in zip(b0.values, b.values):
+            if not _same_node(v0, v) or tuple(v0.shape) != tuple(v.shape) or any(
+                    isinstance(d, str) for d in v.shape):
+                return None  # (an extent moving with i is relative to input 0: Note
+            #                    [dynamic extents], not to the outer variable)
+            if [pos[0][id(x)] for x in v0.args] != [ps[id(x)] for x in v.args]:
+                return None
+    out = ir.Graph(quiet=b0.quiet)
+    copies = []
+    for v0 in b0.values:
+        copies.append(out.add(ir.Value(v0.op, (), v0.dtype, tuple(v0.shape), v0.attrs)))
+    outer = out.add(ir.Value("input", (), "int64", (), ir.make_attrs(index=len(b0.inputs))))
+    for p, v0 in enumerate(b0.values):
+        vs = [b.values[p] for b in bodies]
+        args = [copies[pos[0][id(x)]] for x in v0.args]
+        attrs = v0.attrs
+        if any(x.attrs != v0.attrs for x in vs[1:]):
+            index = _dynamic_index(vs, rng) if v0.op in ("getitem", "setitem") else None
+            if index is None:
+                return None
+            args.append(outer)
+            attrs = tuple((k, index if k == "index" else x) for k, x in attrs)
+        copies[p].args, copies[p].attrs = tuple(args), attrs
+    # The new input after the others (inputs are listed in their index order) and
+    # before its first use: a body's inputs come first (_roll adds them so).
+    last = max((p for p, v in enumerate(b0.values) if v.op == "input"), default=-1)
+    if any(v.op == "input" for v in b0.values[last + 1:]) or any(
+            v.op != "input" for v in b0.values[:last + 1]):
+        return None
+    out.values = copies[:last + 1] + [outer] + copies[last + 1:]
+    for i, v in enumerate(out.values):
+        v.id = i
+    out.outputs = [copies[pos[0][id(o)]] for o in b0.outputs]
+    return out
+
+
 def _classify(segs: list[list[ir.Value]]) -> dict | None:
     """(q, r) -> ("in", q') | ("carry", d, p, inits) | ("inv", value) for argument r of
     position q of the body, or None when the iterations are not one computation. A carry
@@ -306,6 +443,13 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list,
             if index is None:
                 return None
             dyn[q] = index
+    nested: dict[int, tuple] = {}  # position -> (start, body): Note [nested loops]
+    for q, v in enumerate(A):
+        if v.op == "loop" and any(s[q].attrs != v.attrs for s in segs[2:]):
+            plan = _nested([s[q] for s in segs[1:]], rng)
+            if plan is None:
+                return None
+            nested[q] = plan
     moving: dict[int, tuple] = {}  # position -> (mul, add): Note [loop-derived scalars]
     for q, v in enumerate(A):
         if v.op == "const" and any(s[q].attr("value") != v.attr("value") for s in segs[2:]):
@@ -316,7 +460,7 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list,
             if aff is None:
                 return None
             moving[q] = aff
-    if (shapes or dyn or moving) and len(segs) - 1 < MIN_FIT:
+    if (shapes or dyn or moving or nested) and len(segs) - 1 < MIN_FIT:
         return None  # two points fit any line: a fit must be checked on a third
 
     # Carried state: per carry (d, p, inits), a chain of d entries; entry m (1-based)
@@ -392,6 +536,11 @@ def _roll(g: ir.Graph, loop: tuple, segs: list[list[ir.Value]], sources: list,
         if q in dyn:  # the loop variable is its offset's arg (body input[0])
             args.append(body.values[0])
             attrs = tuple((k, dyn[q] if k == "index" else x) for k, x in attrs)
+        if q in nested:  # the loop variable is the inner loop's last invariant
+            args.append(body.values[0])
+            start, inner_body = nested[q]
+            attrs = tuple((k, start if k == "start" else ir.Body(inner_body) if k == "body"
+                           else x) for k, x in attrs)
         if q in shapes and v.op in _SHAPED:
             attrs = tuple((k, shape if k == "shape" else x) for k, x in attrs)
         copies.append(body.add(ir.Value(v.op, tuple(args), v.dtype, shape, attrs)))
