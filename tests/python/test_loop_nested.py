@@ -69,6 +69,17 @@ def smooth_tail(x):
     return x
 
 
+def upper_covariance(X):
+    # The upper triangle of X.T @ X, one entry at a time.
+    n = X.shape[1]
+    C = np.zeros((n, n))
+    for i in range(n):
+        C[i, i] = X[:, i] @ X[:, i]
+        for j in range(i + 1, n):
+            C[i, j] = X[:, i] @ X[:, j]
+    return C
+
+
 def _spd(r, n, dtype=np.float64):
     M = r.standard_normal((n, n))
     return (M @ M.T + n * np.eye(n)).astype(dtype)
@@ -78,14 +89,15 @@ CASES = [
     (gram_schmidt, lambda r, n: (r.standard_normal((3 * n, n)),)),
     (eliminate, lambda r, n: (_spd(r, n, np.float32), r.standard_normal(n).astype(np.float32))),
     (pair_distances, lambda r, n: (r.standard_normal((n, 3)),)),
+    (upper_covariance, lambda r, n: (r.standard_normal((2 * n, n)),)),
     (sweep_rows, lambda r, n: (r.standard_normal((n, 5)), 0.9)),
     (smooth_tail, lambda r, n: (r.standard_normal(n).astype(np.float32),)),
 ]
 IDS = [c[0].__name__ for c in CASES]
 # Correct either way, but not rolled (yet): eliminate's A[i, k:] has an extent that moves
-# with the outer variable, and pair_distances' inner loops read X[j], a value the graph
-# shares with earlier outer iterations (hash-consing), so not even they roll.
-ROLLED = [c for c in CASES if c[0] not in (eliminate, pair_distances)]
+# with the outer variable. (pair_distances and upper_covariance read X[j], a view the
+# graph shared with earlier outer iterations: Note [views shared across iterations].)
+ROLLED = [c for c in CASES if c[0] is not eliminate]
 
 
 def _loops(g):

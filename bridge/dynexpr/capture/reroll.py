@@ -53,6 +53,16 @@ MAX_TAIL of them stay unrolled after the loop, which then ends at a constant sto
 that differ in anything else (an op, a shape, a constant, extents that move with the
 outer variable) leave the outer loop unrolled, as before.
 
+Note [views shared across iterations]
+Hash-consing gives two reads of the same element one value: `X[j]` read by the inner loop
+of outer iteration 0 is the `X[j]` of every later outer iteration (pair distances, a
+covariance's upper triangle). A later iteration then reads a value of an earlier one
+that is not carried (the iterations are not one computation), and the earlier region
+has users after it, so neither loop rolled. A view computes nothing, so before rolling,
+each iteration that reads a view another iteration holds gets its own copy of it
+(_own_views), placed before its first reader there: the values are the same, only the
+sharing goes.
+
 Note [period-2 bodies]
 A body that alternates between two computations (`j0 = 1 if i % 2 else 2`, the red and
 black half-sweeps of SOR) is not one computation per iteration, but iteration k+2 is
@@ -108,6 +118,7 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
             raise Untruncate("loops are not rolled (reroll.ENABLED is off)")
         return g, sources
     sources = list(sources)
+    loops = _own_views(g, loops)
     # Outermost (largest) loops first; a loop inside one already rolled is part of its
     # body: its segments, mapped onto the new graph, are empty.
     failed = []  # loops that did not roll: tried again once the loops inside them have
@@ -160,6 +171,51 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
             g, remap = result[:2]
             loops = _remapped(loops, k, g, remap)
     return g, sources
+
+
+def _own_views(g: ir.Graph, loops: list) -> list:
+    """loops, with every view that one iteration shares with another copied into the
+    iterations that read it (g changed in place; Note [views shared across iterations])."""
+    where: dict[int, set] = {}  # value id -> {(loop, segment)} holding it
+    for li, (_, segs) in enumerate(loops):
+        for si, seg in enumerate(segs):
+            for v in seg:
+                where.setdefault(id(v), set()).add((li, si))
+    copies: dict[tuple, ir.Value] = {}
+    before: dict[int, list[ir.Value]] = {}  # id of a user -> copies placed before it
+
+    def own(a: ir.Value, at: frozenset, user: ir.Value) -> ir.Value:
+        here = where.get(id(a), set())
+        loops_of_user = {li for li, _ in at}
+        # Shared: a view held by another iteration of a loop the user is in.
+        if a.op not in ir.VIEWS or not any(li in loops_of_user and (li, si) not in at
+                                        for li, si in here):
+            return a
+        key = (id(a), at)
+        if key not in copies:
+            args = tuple(own(x, at, user) for x in a.args)
+            copies[key] = ir.Value(a.op, args, a.dtype, tuple(a.shape), a.attrs)
+            before.setdefault(id(user), []).append(copies[key])
+            where[id(copies[key])] = set(at)
+        return copies[key]
+
+    for v in list(g.values):
+        at = frozenset(where.get(id(v), ()))
+        if at:
+            v.args = tuple(own(a, at, v) for a in v.args)
+    if not copies:
+        return loops
+    values = []
+    for v in g.values:
+        values.extend(before.get(id(v), ()))
+        values.append(v)
+    g.values = values
+    for i, v in enumerate(values):
+        v.id = i
+    out = []
+    for _, (r, segs) in enumerate(loops):
+        out.append((r, [[x for v in seg for x in (*before.get(id(v), ()), v)] for seg in segs]))
+    return out
 
 
 def _remapped(loops: list, k: int, g: ir.Graph, remap: dict) -> list:
