@@ -145,3 +145,30 @@ def test_nested_loop_start_moves_with_the_outer_variable():
     assert (kind, k, mul, add) == ("dyn", len(inner.args) - 1, 1, 2)
     outer = next(v for v in loops if any(x is inner for x in v.attr("body").graph.values))
     assert inner.args[-1] is outer.attr("body").graph.values[0]  # the outer i
+
+
+def banded_passes(x, passes):
+    # Three levels: each pass p sweeps k over the array, and each k smooths x[k+1:]
+    # (the inner trip count moves with k; the middle loop's does not move with p).
+    n = x.shape[0]
+    for p in range(passes):
+        for k in range(n):
+            for i in range(k + 1, n):
+                x[i] = 0.5 * (x[i] + x[i - 1]) + 0.01 * p
+    return x
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+def test_three_levels_match_numpy(backend):
+    r = np.random.default_rng(5)
+    assert_matches_plain(banded_passes, (r.standard_normal(10), 4),
+                         dynexpr.capture(banded_passes, backend=backend))
+
+
+def test_three_levels_do_not_grow_with_n():
+    sizes = []
+    for n in (10, 16):
+        g = translate(banded_passes, [np.random.default_rng(0).standard_normal(n), 4]).graph
+        assert _loops(g)[1] >= 2, g.canonical()
+        sizes.append(len(g.values))
+    assert sizes[0] == sizes[1], sizes

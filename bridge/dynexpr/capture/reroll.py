@@ -149,8 +149,9 @@ def reroll(g: ir.Graph, loops: list, sources: list, ctx: Any = None) -> tuple[ir
             relax.relax(ctx, rng[1], rng[0], lead, result[2], rng[3])
         g, remap = result[:2]
         loops = _remapped(loops, k, g, remap)
-    # Note [nested loops]: an outer loop whose inner loops are now loop nodes.
-    for k in failed:
+    # Note [nested loops]: an outer loop whose inner loops are now loop nodes; innermost
+    # first, so a middle loop rolled here is a node when the loop around it is tried.
+    for k in reversed(failed):
         rng, segs = loops[k]
         if not any(v.op == "loop" for s in segs for v in s):
             continue
