@@ -213,10 +213,8 @@ def _own_views(g: ir.Graph, loops: list) -> list:
     g.values = values
     for i, v in enumerate(values):
         v.id = i
-    out = []
-    for _, (r, segs) in enumerate(loops):
-        out.append((r, [[x for v in seg for x in (*before.get(id(v), ()), v)] for seg in segs]))
-    return out
+    return [(r, [[x for v in seg for x in (*before.get(id(v), ()), v)] for seg in segs])
+            for r, segs in loops]
 
 
 def _remapped(loops: list, k: int, g: ir.Graph, remap: dict) -> list:
