@@ -104,9 +104,10 @@ class _Unit:
             self.emit(f"{'' if written else 'const '}auto x{i} = "
                       f"f.{fn}<{CTYPE[dtype]}>({i}, {self.extents(shape)});")
         for d, (src, _) in s.symbols.items():
-            if src == ir.AFFINE:  # Note [dynamic extents] (ir.py): i is input 0
-                mul, add = ir.parse_affine_extent(d)
-                self.emit(f"f.bind_extent({self.sym_index[d]}, {mul} * x0.data()[0] + {add});")
+            if src == ir.AFFINE:  # Note [dynamic extents] (ir.py): from input k (i: 0)
+                k, mul, add = ir.parse_affine_extent(d)
+                self.emit(f"f.bind_extent({self.sym_index[d]}, "
+                          f"{mul} * x{k}.data()[0] + {add});")
         for b in s.outputs:
             self.emit(f"const auto o{b.index} = f.output<{CTYPE[b.dtype]}>"
                       f"({b.index}, {self.extents(b.shape)});")

@@ -148,8 +148,8 @@ def _executor(graph: ir.Graph) -> Callable:
         finals: dict[int, list] = {}  # loop id -> its carried arrays' final values
         sizes: dict[str, int] = {}  # dynamic extents, bound by the first value that has them
         if affine:  # a loop body's extents that move with i (Note [dynamic extents], ir.py)
-            i = int(inputs[0])
-            sizes.update({d: max(0, mul * i + add) for d, (mul, add) in affine.items()})
+            sizes.update({d: max(0, mul * int(inputs[k]) + add)
+                          for d, (k, mul, add) in affine.items()})
         for v, fn, arg_ids in plan:
             if v.op == "input":
                 r = inputs[v.attr("index")]

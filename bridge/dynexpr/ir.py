@@ -267,21 +267,25 @@ def offset_args(v: Value) -> int:
 AFFINE = "affine"  # schedule.symbols' binding of an affine extent (Note [dynamic extents])
 
 
-def affine_extent(mul: int, add: int) -> str:
-    """The shape entry of an extent mul*i + add in a loop body (Note [dynamic extents])."""
-    return f"i*{mul}{add:+d}"
+def affine_extent(mul: int, add: int, var: int = 0) -> str:
+    """The shape entry of an extent mul*x + add in a loop body (Note [dynamic extents]),
+    x its input[var]: 0 is the loop variable i; another is an outer loop's variable that
+    an inner loop takes as an invariant (Note [nested loops] in capture/reroll.py)."""
+    return f"i*{mul}{add:+d}" if var == 0 else f"in{var}*{mul}{add:+d}"
 
 
-def parse_affine_extent(d: Any) -> tuple[int, int] | None:
-    """(mul, add) of an affine_extent, or None for anything else."""
-    if not isinstance(d, str) or not d.startswith("i*"):
+def parse_affine_extent(d: Any) -> tuple[int, int, int] | None:
+    """(var, mul, add) of an affine_extent, or None for anything else."""
+    if not isinstance(d, str):
         return None
-    body = d[2:]
+    head, star, body = d.partition("*")
+    if not star or not (head == "i" or (head[:2] == "in" and head[2:].isdigit())):
+        return None
     cut = max(body.rfind("+"), body.rfind("-"))
     if cut <= 0:
         return None
     try:
-        return int(body[:cut]), int(body[cut:])
+        return (0 if head == "i" else int(head[2:])), int(body[:cut]), int(body[cut:])
     except ValueError:
         return None
 

@@ -46,8 +46,13 @@ static PyObject* s_miss; /* fast_call's "take the Python path" */
  * to it) where the entry needs the Python path; NULL: the kernel raised. */
 static PyObject* fast_call(PyObject* entry, PyObject* const* args, Py_ssize_t nargs,
                            PyObject* miss) {
+  /* An attribute that cannot be read (not an Entry) sends the call to the Python path,
+   * which says what is wrong, rather than raising from here. */
   PyObject* judge = PyObject_GetAttr(entry, s_judge);
-  if (!judge) return NULL;
+  if (!judge) {
+    PyErr_Clear();
+    return Py_NewRef(miss);
+  }
   const int judged = judge != Py_None;
   Py_DECREF(judge);
   if (judged) return Py_NewRef(miss);
@@ -55,8 +60,11 @@ static PyObject* fast_call(PyObject* entry, PyObject* const* args, Py_ssize_t na
   PyObject* stack[MAX_FAST_ARGS];
   if (!(idx = PyObject_GetAttr(entry, s_arg_index)) ||
       !(direct = PyObject_GetAttr(entry, s_direct)) ||
-      !(kernel = PyObject_GetAttr(entry, s_compiled)))
+      !(kernel = PyObject_GetAttr(entry, s_compiled))) {
+    PyErr_Clear();
+    r = Py_NewRef(miss);
     goto done;
+  }
   Py_ssize_t d = -1;
   const Py_ssize_t n = PyTuple_Check(idx) ? PyTuple_GET_SIZE(idx) : -1;
   if (n < 0 || n > MAX_FAST_ARGS || !PyLong_CheckExact(direct) ||

@@ -94,10 +94,10 @@ CASES = [
     (smooth_tail, lambda r, n: (r.standard_normal(n).astype(np.float32),)),
 ]
 IDS = [c[0].__name__ for c in CASES]
-# Correct either way, but not rolled (yet): eliminate's A[i, k:] has an extent that moves
-# with the outer variable. (pair_distances and upper_covariance read X[j], a view the
-# graph shared with earlier outer iterations: Note [views shared across iterations].)
-ROLLED = [c for c in CASES if c[0] is not eliminate]
+# Every case rolls: eliminate's A[i, k:] has an extent that moves with the outer
+# variable (Note [dynamic extents], ir.py); pair_distances and upper_covariance read
+# X[j], a view the graph shared with earlier outer iterations (Note [views shared
+# across iterations]).
 
 
 def _loops(g):
@@ -121,7 +121,7 @@ def test_nested_loop_matches_numpy(fn, make, backend):
         assert_matches_plain(fn, make(r, n), dynexpr.capture(fn, backend=backend))
 
 
-@pytest.mark.parametrize("fn,make", ROLLED, ids=[c[0].__name__ for c in ROLLED])
+@pytest.mark.parametrize("fn,make", CASES, ids=IDS)
 def test_nested_loop_is_rolled_and_does_not_grow_with_n(fn, make):
     sizes = []
     for n in (12, 24):

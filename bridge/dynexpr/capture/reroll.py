@@ -47,11 +47,13 @@ held its iterations). Two inner loop nodes are one computation when their starts
 a constant per outer iteration and their bodies differ only in index items that do
 (`Q[:, k]` inside the j loop): the rolled inner node takes the outer variable as its
 last invariant, its start is ("dyn", k, mul, add) (Note [loop nodes], ir.py), and its
-body reads those items as dynamic offsets of that input (_general_body). The last outer
+body reads those items as dynamic offsets of that input (_general_body), and the
+extents that move with it (`A[i, k:]`: n-k elements) as affine_extent(mul, add, var) of
+that input (Note [dynamic extents], ir.py). The last outer
 iterations often run their inner loop too few times to roll (n-k-1 < MIN_TRIPS): up to
 MAX_TAIL of them stay unrolled after the loop, which then ends at a constant stop. Bodies
-that differ in anything else (an op, a shape, a constant, extents that move with the
-outer variable) leave the outer loop unrolled, as before.
+that differ in anything else (an op, a constant, the shape of a carried array, an extent
+that moves with both variables) leave the outer loop unrolled, as before.
 
 Note [views shared across iterations]
 Hash-consing gives two reads of the same element one value: `X[j]` read by the inner loop
@@ -390,34 +392,48 @@ def _general_body(bodies: list[ir.Graph], rng: range) -> ir.Graph | None:
     differ in any other way: an op, a shape, a constant, a nested loop."""
     b0 = bodies[0]
     pos = [{id(v): p for p, v in enumerate(b.values)} for b in bodies]
+    ends = {id(o) for o in b0.outputs}  # the carried arrays keep one shape
     for b, ps in zip(bodies, pos):
         if len(b.values) != len(b0.values) or b.mutations or b.quiet != b0.quiet:
             return None
         if [pos[0][id(o)] for o in b0.outputs] != [ps.get(id(o)) for o in b.outputs]:
             return None
         for v0, v in zip(b0.values, b.values):
-            if not _same_node(v0, v) or tuple(v0.shape) != tuple(v.shape) or any(
-                    isinstance(d, str) for d in v.shape):
-                return None  # (an extent moving with i is relative to input 0: Note
-            #                    [dynamic extents], not to the outer variable)
+            if not _same_node(v0, v) or len(v0.shape) != len(v.shape) or (
+                    tuple(v0.shape) != tuple(v.shape)
+                    and (v0.op == "input" or id(v0) in ends)):
+                return None
             if [pos[0][id(x)] for x in v0.args] != [ps[id(x)] for x in v.args]:
                 return None
+    var = len(b0.inputs)  # the outer variable's input number in the new body
     out = ir.Graph(quiet=b0.quiet)
     copies = []
     for v0 in b0.values:
         copies.append(out.add(ir.Value(v0.op, (), v0.dtype, tuple(v0.shape), v0.attrs)))
-    outer = out.add(ir.Value("input", (), "int64", (), ir.make_attrs(index=len(b0.inputs))))
+    outer = out.add(ir.Value("input", (), "int64", (), ir.make_attrs(index=var)))
     for p, v0 in enumerate(b0.values):
         vs = [b.values[p] for b in bodies]
         args = [copies[pos[0][id(x)]] for x in v0.args]
-        attrs = v0.attrs
-        if any(x.attrs != v0.attrs for x in vs[1:]):
+        attrs, shape = v0.attrs, []
+        for dims in zip(*(x.shape for x in vs)):  # an extent moving with the outer variable
+            aff = None if any(isinstance(d, str) for d in dims) else _affine(list(dims), rng)
+            if all(d == dims[0] for d in dims):
+                shape.append(dims[0])
+            elif aff is None:
+                return None
+            else:
+                shape.append(ir.affine_extent(*aff, var=var))
+        if v0.op in _SHAPED and tuple(shape) != tuple(v0.shape):
+            if any(tuple(x.attr("shape")) != tuple(x.shape) for x in vs):
+                return None
+            attrs = tuple((k, tuple(shape) if k == "shape" else x) for k, x in attrs)
+        elif any(x.attrs != v0.attrs for x in vs[1:]):
             index = _dynamic_index(vs, rng) if v0.op in ("getitem", "setitem") else None
             if index is None:
                 return None
             args.append(outer)
             attrs = tuple((k, index if k == "index" else x) for k, x in attrs)
-        copies[p].args, copies[p].attrs = tuple(args), attrs
+        copies[p].args, copies[p].attrs, copies[p].shape = tuple(args), attrs, tuple(shape)
     # The new input after the others (inputs are listed in their index order) and
     # before its first use: a body's inputs come first (_roll adds them so).
     last = max((p for p, v in enumerate(b0.values) if v.op == "input"), default=-1)
