@@ -13,6 +13,8 @@
  *   - the return value is one output as it is (Entry.direct),
  *   - the entry is not being judged (Entry.judge is None: judge.py),
  *   - and its callable is a loaded Kernel (kernel.c).
+ * A judged entry's call goes straight to its judge (judge.call), as _call would send it:
+ * an entry whose verdict is "plain" then costs one select and the judge's own lines.
  * Those are read from the entry on every call, not copied when the entry is added,
  * because a background compile (background.py) and a judge's verdict change them later.
  * Every other call goes to the Python method _call (CapturedFunction._call), which
@@ -37,15 +39,31 @@ typedef struct {
   Py_ssize_t hits;
 } DispatchObject;
 
-static PyObject *s_judge, *s_arg_index, *s_direct, *s_compiled, *s__call;
+static PyObject *s_judge, *s_arg_index, *s_direct, *s_compiled, *s__call, *s_call;
 static PyObject* s_miss; /* fast_call's "take the Python path" */
 
 #define MAX_FAST_ARGS 16
 
 /* entry's kernel on its arguments and the output it returns, or `miss` (a new reference
  * to it) where the entry needs the Python path; NULL: the kernel raised. */
-static PyObject* fast_call(PyObject* entry, PyObject* const* args, Py_ssize_t nargs,
-                           PyObject* miss) {
+/* A judged entry (judge.py: being timed, or running plain): judge.call(cf, entry,
+ * bound, args, kwargs), as CapturedFunction._call would call it for this call. */
+static PyObject* judged_call(PyObject* cf, PyObject* judge, PyObject* entry,
+                             PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* bound = PyTuple_New(nargs);
+  if (!bound) return NULL;
+  for (Py_ssize_t i = 0; i < nargs; ++i) PyTuple_SET_ITEM(bound, i, Py_NewRef(args[i]));
+  PyObject* kwargs = PyDict_New();
+  PyObject* r = kwargs ? PyObject_CallMethodObjArgs(judge, s_call, cf, entry, bound, bound,
+                                                    kwargs, NULL)
+                       : NULL;
+  Py_XDECREF(kwargs);
+  Py_DECREF(bound);
+  return r;
+}
+
+static PyObject* fast_call(PyObject* cf, PyObject* entry, PyObject* const* args,
+                           Py_ssize_t nargs, PyObject* miss) {
   /* An attribute that cannot be read (not an Entry) sends the call to the Python path,
    * which says what is wrong, rather than raising from here. */
   PyObject* judge = PyObject_GetAttr(entry, s_judge);
@@ -53,9 +71,12 @@ static PyObject* fast_call(PyObject* entry, PyObject* const* args, Py_ssize_t na
     PyErr_Clear();
     return Py_NewRef(miss);
   }
-  const int judged = judge != Py_None;
+  if (judge != Py_None) {
+    PyObject* r = judged_call(cf, judge, entry, args, nargs);
+    Py_DECREF(judge);
+    return r;
+  }
   Py_DECREF(judge);
-  if (judged) return Py_NewRef(miss);
   PyObject *idx = NULL, *direct = NULL, *kernel = NULL, *outs = NULL, *r = NULL;
   PyObject* stack[MAX_FAST_ARGS];
   if (!(idx = PyObject_GetAttr(entry, s_arg_index)) ||
@@ -106,7 +127,7 @@ static PyObject* Dispatch_vectorcall(DispatchObject* self, PyObject* const* args
     PyObject* r = NULL;
     if (entry && entry != Py_None) {
       Py_INCREF(entry);
-      r = fast_call(entry, args, nargs, s_miss);
+      r = fast_call((PyObject*)self, entry, args, nargs, s_miss);
       Py_DECREF(entry);
     } else if (entry == Py_None) {
       r = Py_NewRef(s_miss);
@@ -189,6 +210,7 @@ int dx_dispatch_init(void) {
       !(s_direct = PyUnicode_InternFromString("direct")) ||
       !(s_compiled = PyUnicode_InternFromString("compiled")) ||
       !(s__call = PyUnicode_InternFromString("_call")) ||
+      !(s_call = PyUnicode_InternFromString("call")) ||
       !(s_miss = PyObject_CallNoArgs((PyObject*)&PyBaseObject_Type)))
     return -1;
   return PyType_Ready(&dx_DispatchType);
