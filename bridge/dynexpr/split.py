@@ -164,9 +164,9 @@ def _balance_tail(s: Schedule, groups: list[list[Kernel]], w: dict, limit: int):
             lid = v.id if v.op == "loop" else loop_of.get(v.id)
             if lid is not None:
                 span.setdefault(lid, [i, i])[1] = i
-    total = sum(w[id(k)] for k in ks)
+    total, head = sum(w[id(k)] for k in ks), sum(w[id(k)] for k in groups[-2])
     best_c = len(groups[-2])  # the greedy cut, kept unless another is strictly better
-    best, left = max(sum(w[id(k)] for k in groups[-2]), total - sum(w[id(k)] for k in groups[-2])), 0
+    best, left = max(head, total - head), 0
     for c in range(1, len(ks)):
         left += w[id(ks[c - 1])]
         worst = max(left, total - left)

@@ -44,8 +44,6 @@ static PyObject* s_miss; /* fast_call's "take the Python path" */
 
 #define MAX_FAST_ARGS 16
 
-/* entry's kernel on its arguments and the output it returns, or `miss` (a new reference
- * to it) where the entry needs the Python path; NULL: the kernel raised. */
 /* A judged entry (judge.py: being timed, or running plain): judge.call(cf, entry,
  * bound, args, kwargs), as CapturedFunction._call would call it for this call. */
 static PyObject* judged_call(PyObject* cf, PyObject* judge, PyObject* entry,
@@ -62,6 +60,9 @@ static PyObject* judged_call(PyObject* cf, PyObject* judge, PyObject* entry,
   return r;
 }
 
+/* entry's kernel on its arguments and the output it returns (a judged entry: what its
+ * judge returns), or `miss` (a new reference to it) where the entry needs the Python
+ * path; NULL: the call raised. */
 static PyObject* fast_call(PyObject* cf, PyObject* entry, PyObject* const* args,
                            Py_ssize_t nargs, PyObject* miss) {
   /* An attribute that cannot be read (not an Entry) sends the call to the Python path,
