@@ -4,13 +4,14 @@
 // header set by bridge/dynexpr/cache.py, with the units' flags.
 #define DYNEXPR_RUNTIME_DEFINE 1
 #include "prelude.hpp"
-#include <dynexpr/interop/eigen.hpp>
+#include <dynexpr/interop/matmul.hpp>
 
-// dx::matmul's Eigen fallback for float and double, compiled here once instead of in every
-// unit with a product (Note [matmul without Eigen in units] in dynexpr/interop/matmul.hpp).
-#define DYNEXPR_INSTANTIATE_PRODUCT(T)                                                             \
-  template void dynexpr::detail::product<T>(const dynexpr::View<const T>&, const dynexpr::View<const T>&, \
-                                            const dynexpr::View<T>&, T, T);
+// A unit's float and double products, compiled here once instead of in every unit with a
+// product; no Eigen (Note [matmul without Eigen in units] in dynexpr/interop/matmul.hpp).
+#define DYNEXPR_INSTANTIATE_PRODUCT(T)                                                         \
+  template void dynexpr::detail::unit_product<T>(const dynexpr::View<const T>&,                \
+                                                 const dynexpr::View<const T>&,                \
+                                                 const dynexpr::View<T>&, T, T);
 DYNEXPR_INSTANTIATE_PRODUCT(float)
 DYNEXPR_INSTANTIATE_PRODUCT(double)
 #undef DYNEXPR_INSTANTIATE_PRODUCT

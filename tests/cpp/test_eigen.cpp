@@ -330,7 +330,7 @@ TEST_CASE_TEMPLATE("dx::matmul of 2-D operands", T, float, double, std::int32_t,
   expect_matmul(dx::matmul(bs.transpose(), as.transpose()), bs.transpose(), as.transpose());
 }
 
-// Integer products (detail::integer_product: Note [matmul without Eigen in units]) wrap
+// Integer products (detail::loop_product: Note [matmul without Eigen in units]) wrap
 // around modulo 2^bits as NumPy's do; here the values overflow on purpose, and the
 // destination is strided with alpha and accumulate (matmul_into, what units call).
 TEST_CASE_TEMPLATE("dx::matmul of integers wraps around like NumPy", T, std::uint8_t, std::int32_t,
@@ -494,7 +494,7 @@ void fake_gemm(int order, int ta, int tb, I m, I n, I k, T alpha, const T* a, I 
       double s = 0;
       for (I p = 0; p < k; ++p)
         s += double(ta == 112 ? a[p * lda + i] : a[i * lda + p]) * double(tb == 112 ? b[j * ldb + p] : b[p * ldb + j]);
-      c[i * ldc + j] = T(alpha * s + beta * double(c[i * ldc + j]) * (beta != T(0)));
+      c[i * ldc + j] = T(alpha * s + (beta != T(0) ? double(beta) * double(c[i * ldc + j]) : 0.0));  // beta 0: c unread
     }
 }
 template <class I, class T>
@@ -674,6 +674,36 @@ std::vector<double> values(const dx::View<T>& v) {
   return std::vector<double>(c.data(), c.data() + c.size());
 }
 }  // namespace
+
+// A generated unit's float product (Note [matmul without Eigen in units]): the hooked BLAS,
+// also for a destination gemm cannot write (through a temporary); the row loop without one.
+TEST_CASE_TEMPLATE("detail::unit_product: BLAS for every layout, the row loop without BLAS", T, float, double) {
+  const auto a = random<T>(Shape{7, 5}, 70), b = random<T>(Shape{5, 6}, 71);
+  const auto ref = ref_matmul(a.view(), b.view());
+  for (const bool hooked : {false, true}) {
+    CAPTURE(hooked);
+    hook_guard g(hooked ? fake_hooks<int>() : dx::blas::hooks{});
+    blas_calls = 0;
+    // a column-major destination (gemm writes rows), accumulating onto what is there
+    dx::Tensor<T> ct(Shape{6, 7});
+    const auto c = ct.view().transpose();
+    dx::assign(c, dx::scalar<T>(T(2)));
+    dx::detail::unit_product<T>(a.view(), b.view(), c, T(3), T(1));
+    expect_axpby<T>(c, ref, std::vector<double>(ref.size(), 2.0), 3, 1);
+    // a contiguous one, beta 0: its old content (nan here) is not read
+    dx::Tensor<T> d(Shape{7, 6});
+    dx::assign(d.view(), dx::scalar<T>(std::numeric_limits<T>::quiet_NaN()));
+    dx::detail::unit_product<T>(a.view(), b.view(), d.view(), T(1), T(0));
+    expect_axpby<T>(d.view(), ref, std::vector<double>(ref.size(), 0.0), 1, 0);
+    CHECK(blas_calls == (hooked ? 2 : 0));
+  }
+  // the row loop keeps IEEE products: a zero times an infinity is nan, as in NumPy
+  dx::Tensor<T> z(Shape{1, 2}), inf(Shape{2, 1}), out(Shape{1, 1});
+  dx::assign(z.view(), dx::scalar<T>(T(0)));
+  dx::assign(inf.view(), dx::scalar<T>(std::numeric_limits<T>::infinity()));
+  dx::detail::unit_product<T>(z.view(), inf.view(), out.view(), T(1), T(0));
+  CHECK(std::isnan(out.data()[0]));
+}
 
 TEST_CASE_TEMPLATE("dx::matmul_into: alpha, accumulate, strided and overlapping destinations", T, float, double,
                    std::int64_t) {

@@ -7,14 +7,17 @@
 // parsed Eigen and instantiated its GEMM for the unit's dtype: 5.4 s of CPU for a unit of
 // one matrix-vector product and one tanh, against 0.9 s for the same unit without the
 // product (measured on this project's 2-core machine). Units include this header instead.
-// detail::product, the only part that needs Eigen, is defined in eigen.hpp and, for units,
-// instantiated once for float and double in libdynexpr_rt.so (kernels/runtime.cpp; Note
-// [runtime library] in dynexpr/parallel/thread_pool.hpp). Integer products, which no BLAS
-// has, run integer_product below, a vectorised row loop as fast as NumPy's own: Eigen's
-// integer GEMMs would have been 10 of the runtime library's 18 s of g++ CPU (2 s without
-// any product, 8 s with float and double), paid once per cache. Everywhere else (a C++
-// program that includes the headers) this header brings eigen.hpp in, so it is complete
-// on its own.
+// Nor does libdynexpr_rt.so compile Eigen: instantiating its float and double GEMM there
+// took the runtime library from 2 s to 9-10 s of g++, paid by every new cache before its
+// first unit. A unit's float product is detail::unit_product (instantiated once in the
+// runtime library, kernels/runtime.cpp): NumPy's BLAS, the one np.matmul calls, with any
+// operand or destination BLAS cannot take in place copied through a row-major temporary;
+// only without a BLAS (DYNEXPR_BLAS=0, a NumPy built without CBLAS) the vectorised row
+// loop loop_product, as NumPy's own loop does then. Integer products, which no BLAS has,
+// always run loop_product, as fast as NumPy's own; Eigen's integer GEMMs would have cost
+// the runtime library another 10 s. Everywhere else (a C++ program that includes the
+// headers) dx::matmul's fallback is Eigen's GEMM split over the pool (detail::product,
+// defined in eigen.hpp, which this header then brings in, so it is complete on its own).
 #pragma once
 
 #include <optional>
@@ -117,18 +120,11 @@ bool blas_product(View<const T> a, View<const T> b, const View<T>& c, T alpha, T
 
 /// c = alpha a b + beta c for float and double (2-D views; beta 0: c's old content is not
 /// read; c does not overlap a or b): BLAS where hooked, else Eigen's GEMM with the rows of
-/// a split over dynexpr's pool. Defined in dynexpr/interop/eigen.hpp; for units,
-/// instantiated in libdynexpr_rt.so (Note [matmul without Eigen in units]).
+/// a split over dynexpr's pool. Defined in dynexpr/interop/eigen.hpp: C++ programs only,
+/// units call unit_product (Note [matmul without Eigen in units]).
 template <class T>
 void product(const View<const T>& a, const View<const T>& b, const View<T>& c, T alpha = T(1),
              T beta = T(0));
-
-#if defined(DYNEXPR_RUNTIME_EXTERN)
-extern template void product<float>(const View<const float>&, const View<const float>&, const View<float>&,
-                                    float, float);
-extern template void product<double>(const View<const double>&, const View<const double>&,
-                                     const View<double>&, double, double);
-#endif
 
 #if defined(__GNUC__) && !defined(__clang__)
 // -O2's cost model leaves the row update scalar; this loop is what an integer product is.
@@ -149,13 +145,14 @@ DYNEXPR_VECTORIZE void row_update(T* DYNEXPR_RESTRICT c, index_t sc, const T* DY
 }
 #undef DYNEXPR_VECTORIZE
 
-/// c = alpha a b + beta c for the integer dtypes, with NumPy's wrap-around arithmetic. No
-/// BLAS has them and NumPy's own loop is a plain triple loop: row r of c is the sum over k
-/// of (alpha a[r, k]) b[k, :], one vectorised pass per k, rows split over the pool.
-/// Integer products never needed Eigen's GEMM (Note [matmul without Eigen in units]).
+/// c = alpha a b + beta c without BLAS or Eigen: row r of c is the sum over k of
+/// (alpha a[r, k]) b[k, :], one vectorised pass per k, rows split over the pool; integers
+/// with NumPy's wrap-around arithmetic. No BLAS has integer products and NumPy's own loop
+/// for them is a plain triple loop (Note [matmul without Eigen in units]).
 template <class T>
-void integer_product(const View<const T>& a, const View<const T>& b, const View<T>& c, T alpha, T beta) {
-  using W = std::make_unsigned_t<T>;  // wrap-around multiply-adds without signed overflow
+void loop_product(const View<const T>& a, const View<const T>& b, const View<T>& c, T alpha, T beta) {
+  // wrap-around multiply-adds without signed overflow
+  using W = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>, std::type_identity<T>>::type;
   const index_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
   if (c.size() == 0) return;
   if (beta == T(0)) dynexpr::assign(c, scalar<T>(T(0)));
@@ -170,10 +167,37 @@ void integer_product(const View<const T>& a, const View<const T>& b, const View<
     for (index_t r = r0; r < r1; ++r)
       for (index_t kk = 0; kk < k; ++kk) {
         const W s = W(wa * W(a.data()[r * sa0 + kk * sa1]));
-        if (s != W(0)) row_update<W>(cw + r * sc0, sc1, bw + kk * sb0, sb1, s, n);
+        // A zero row term is skipped for integers only: 0 * inf and 0 * nan are nan.
+        if (std::is_floating_point_v<T> || s != W(0)) row_update<W>(cw + r * sc0, sc1, bw + kk * sb0, sb1, s, n);
       }
   });
 }
+
+/// c = alpha a b + beta c for float and double in generated units and libdynexpr_rt.so,
+/// where Eigen is not compiled (Note [matmul without Eigen in units]): the hooked BLAS,
+/// through a row-major temporary when c's layout does not suit it; loop_product without
+/// a BLAS or past what an LP64 BLAS takes. Same contract as product.
+template <class T>
+void unit_product(const View<const T>& a, const View<const T>& b, const View<T>& c, T alpha, T beta) {
+  if (blas_product<T>(a, b, c, alpha, beta)) return;
+  const bool empty = c.size() == 0 || a.shape()[1] == 0;
+  if (!empty && blas::detail::gemm_ptr<T>(blas::current()) != nullptr) {
+    Tensor<T> tmp(c.shape());  // row-major, what gemm writes
+    if (beta != T(0)) dynexpr::assign(tmp.view(), c);
+    if (blas_product<T>(a, b, tmp.view(), alpha, beta)) {
+      dynexpr::assign(c, tmp);
+      return;
+    }
+  }
+  loop_product<T>(a, b, c, alpha, beta);
+}
+
+#if defined(DYNEXPR_RUNTIME_EXTERN)
+extern template void unit_product<float>(const View<const float>&, const View<const float>&,
+                                         const View<float>&, float, float);
+extern template void unit_product<double>(const View<const double>&, const View<const double>&,
+                                          const View<double>&, double, double);
+#endif
 }  // namespace detail
 
 namespace detail {
@@ -225,10 +249,16 @@ void product_into(const matmul_plan<T>& p, const View<T>& dest, T alpha, bool ac
   for (index_t i = 0; i < p.batch; ++i) {
     View<T> o = p.batched ? dest.slice(i) : dest;
     if (o.ndim() != 2) o = o.reshape(mn);  // a vector result: a row or column of strides
-    if constexpr (std::is_floating_point_v<T>)
-      product<T>(batch_item(p.a, i), batch_item(p.b, i), o, alpha, accumulate ? T(1) : T(0));
+    const T beta = accumulate ? T(1) : T(0);
+    if constexpr (!std::is_floating_point_v<T>)
+      loop_product<T>(batch_item(p.a, i), batch_item(p.b, i), o, alpha, beta);
+#if defined(DYNEXPR_RUNTIME_EXTERN) || defined(DYNEXPR_RUNTIME_DEFINE)
     else
-      integer_product<T>(batch_item(p.a, i), batch_item(p.b, i), o, alpha, accumulate ? T(1) : T(0));
+      unit_product<T>(batch_item(p.a, i), batch_item(p.b, i), o, alpha, beta);
+#else
+    else
+      product<T>(batch_item(p.a, i), batch_item(p.b, i), o, alpha, beta);
+#endif
   }
 }
 }  // namespace detail
@@ -282,6 +312,6 @@ auto matmul(A&& a, B&& b) {
 
 }  // namespace dynexpr
 
-#if !defined(DYNEXPR_RUNTIME_EXTERN)
+#if !defined(DYNEXPR_RUNTIME_EXTERN) && !defined(DYNEXPR_RUNTIME_DEFINE)
 #include "dynexpr/interop/eigen.hpp"  // detail::product's definition
 #endif
