@@ -16,7 +16,7 @@ against NumPy (values, dtype, shape), then plain and captured are timed alternat
 of several calls within a time budget. `ratio` is NumPy's time over dynexpr's compiled path
 (config.plain_fallback off; above 1: dynexpr is faster); `first` is the first call with the
 compile waited for (translate + compile, config.background_compile off). DYNEXPR_BLAS=0
-measures dx::matmul's Eigen fallback instead.
+measures the units' row loop (what runs without a BLAS) instead.
 """
 
 from __future__ import annotations

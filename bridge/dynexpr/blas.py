@@ -7,8 +7,8 @@ its dependencies) finds the CBLAS entry points under the names NumPy's build giv
 `scipy_cblas_dgemm64_` for the scipy-openblas64 wheels (ILP64), `cblas_dgemm64_` for an
 ILP64 system OpenBLAS, plain `cblas_dgemm` for an LP64 one (Debian, conda's MKL or
 OpenBLAS). The pointers go to the runtime library (`dynexpr_rt_set_blas`, kernels/
-runtime.cpp) once, when it is loaded; without them dx::matmul uses Eigen split over the
-pool (include/dynexpr/interop/matmul.hpp). ssyrk/dsyrk under the same names, where the
+runtime.cpp) once, when it is loaded; without them a unit's product runs a vectorised
+row loop split over the pool (detail::loop_product in include/dynexpr/interop/matmul.hpp). ssyrk/dsyrk under the same names, where the
 library has them, take `a @ a.T` as NumPy does (Note [Gram products] there). `DYNEXPR_BLAS=0`
 turns the hook off.
 """
@@ -31,7 +31,7 @@ _found: dict = {}
 
 def numpy_cblas() -> tuple[tuple[int, ...], bool, tuple[int | None, ...]] | None:
     """((sgemm, dgemm, sgemv, dgemv) addresses, ILP64, (ssyrk, dsyrk) addresses or None)
-    of NumPy's CBLAS, or None when NumPy exposes none (then dx::matmul uses Eigen).
+    of NumPy's CBLAS, or None when NumPy exposes none (then units run the row loop).
     Looked up once per process."""
     if "v" not in _found:
         _found["v"] = _lookup()

@@ -162,8 +162,9 @@ def test_complex_and_mismatched_operands_run_as_numpy():
         f(np.ones(3), np.ones(4))
 
 
-def test_without_blas_eigen_computes_the_same():
-    # DYNEXPR_BLAS=0: dx::matmul's Eigen path (rows split over the pool), in a fresh process.
+def test_without_blas_the_row_loop_computes_the_same():
+    # DYNEXPR_BLAS=0: a unit's row loop (detail::loop_product, rows split over the pool), in
+    # a fresh process.
     code = (
         "import numpy as np, dynexpr\n"
         "from dynexpr import blas\n"
