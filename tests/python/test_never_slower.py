@@ -86,6 +86,26 @@ def test_an_entry_whose_compiled_path_is_slower_runs_plain(fake, backend):
     assert cf.cache_info().hits == 9 and cf.cache_info().entries == 1
 
 
+def test_a_close_call_is_sampled_again_before_a_verdict(fake, monkeypatch):
+    # Note [judging an entry]: medians within policy.close of each other decide nothing
+    # until policy.max_samples calls of each path are pooled; then the slower path loses.
+    monkeypatch.setattr(judge.policy, "max_samples", 9)
+    fake.ns.update(compiled=5_400, plain=5_000)  # compiled 8% slower (150 ns overhead)
+    cf = dynexpr.capture(scale_in_place, backend="eager")
+    call_and_compare(cf, scale_in_place)
+    entry = cf.entries[0]
+    call_and_compare(cf, scale_in_place, 12)  # 6 of each: past samples, still close
+    assert fake.paths == ["compiled", "plain"] * 6 and entry.verdict is None
+    call_and_compare(cf, scale_in_place, 6)  # 9 of each: decided on all 18
+    assert entry.verdict is not None and entry.verdict.plain
+    assert fake.paths == ["compiled", "plain"] * 9
+    # a clear difference is still decided on the first samples
+    fake.ns.update(compiled=1_000)
+    g = dynexpr.capture(lambda x, y: scale_in_place(x, y), backend="eager")
+    call_and_compare(g, scale_in_place, 7)
+    assert g.entries[0].verdict is not None and not g.entries[0].verdict.plain
+
+
 def test_the_plain_function_runs_while_the_unit_compiles(fake):
     # Note [plain while compiling]: not the NumPy tier, which runs a loop node as a
     # Python loop over its body's nodes; nothing is timed either.
