@@ -121,8 +121,11 @@ def _judged(fn, fresh) -> tuple:
     dynexpr.config.plain_fallback = True
     judge.policy.samples = 3  # fewer calls of a slow path than the default 5
     g = dynexpr.capture(fn)
-    for _ in range(1 + judge.policy.warmup + 2 * judge.policy.samples):
+    # A close call is sampled again before its verdict (Note [judging an entry]).
+    for _ in range(1 + judge.policy.warmup + 2 * (judge.policy.max_samples + judge.policy.samples)):
         g(*fresh())
+        if all(e.verdict is not None for e in g.entries if e.compiled is not None):
+            break
     verdicts = [e.verdict for e in g.entries if e.verdict is not None]
     path = ("plain" if any(v.plain for v in verdicts) else "compiled") if verdicts else "-"
     return g, path
