@@ -273,6 +273,18 @@ Tensor<T> tensor(Tensor<U>&& t) {
   else return dynexpr::eval(cast<T>(t));
 }
 
+/// Op applied to scalars as map_expr's evaluator applies it to one element: operands
+/// converted to the op's compute type, the body run, the result converted to its result
+/// type. What a loop body of 0-d values is written in (Note [scalar loop bodies],
+/// bridge/dynexpr/codegen_scalar.py).
+template <class Op, class... A>
+DYNEXPR_INLINE auto sc(A... a) {
+  Op::template check<A...>();
+  using C = typename Op::template compute<A...>;
+  using R = typename Op::template result<A...>;
+  return static_cast<R>(Op::scalar(static_cast<C>(a)...));
+}
+
 /// A read-only view of one value repeated over `shape` (np.full without the memory).
 template <class T>
 View<const T> splat(const T* value, const Shape& shape) {

@@ -13,6 +13,10 @@ of the same unit, and the loop kernel calls it once per iteration from a C++ `fo
       std::swap(L3_c0, L3_o0);                        // ping-pong: exit becomes entry
     }
 
+A body of scalar work (0-d values, single elements of arrays) is written inline as C++
+scalars instead, without a body function or a frame per trip (Note [scalar loop bodies]
+in codegen_scalar.py).
+
 A carried array the body updates through slices (`out[:, j] = ...`) is written in place
 (Note [carried arrays in place]); any other carried array ping-pongs between its entry
 and an output buffer, which costs no copy. The unit's size is the body's, whatever the
@@ -44,7 +48,7 @@ again (7800 page faults a call, against 54 for the plain function).
 
 from __future__ import annotations
 
-from . import ir, manifest
+from . import codegen_scalar, ir, manifest
 from .schedule import schedule
 
 CTYPE = manifest.CTYPE
@@ -83,8 +87,13 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     """Emits loop node v into `unit` (a codegen._Unit); its trip count goes to buffer b,
     its carried arrays' final values stay in L<id>_c<k> for its loop_out kernels."""
     body = v.attr("body").graph
-    n, start, step = v.attr("carried"), v.attr("start"), v.attr("step")
-    stop, inits, invariants = v.args[0], v.args[1:1 + n], v.args[1 + n:]
+    n = v.attr("carried")
+    if codegen_scalar.qualifies(body, n):  # Note [scalar loop bodies]
+        L = _prologue(unit, v)
+        codegen_scalar.emit_body(unit, v, L, body, n)
+        _trip_count(unit, L, b)
+        return
+    inits, invariants = v.args[1:1 + n], v.args[1 + n:]
     body, in_place = _in_place(body)
     bs = schedule(body, unit.s.fuse)
     if any(w and k - 1 not in in_place for k, (_, _, w) in enumerate(bs.inputs)):
@@ -101,14 +110,8 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     else:
         fname = shared
 
-    L = f"L{v.id}"
+    L = _prologue(unit, v)
     emit = unit.emit
-    for k, a in enumerate(inits):
-        init = f"std::move({unit.ref(a)})" if _taken_over(unit, v, a) else _fresh(unit, a)
-        emit(f"auto {carried_name(v, k)} = {init};")
-    for k, a in enumerate(invariants):
-        emit(f"const auto {L}_v{k} = {_fresh(unit, a)};")
-    emit(f"const std::int64_t {L}_stop = {_fresh(unit, stop)}.data()[0];")
     for ob in bs.outputs:
         emit(f"auto {L}_o{ob.index} = dx::Tensor<{CTYPE[ob.dtype]}>::empty("
              f"{unit.shape(ob.shape)});")
@@ -125,11 +128,7 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     emit(f"std::int64_t {L}_i = 0, {L}_trip = 0;")
     emit(f"const dx::Shape {L}_s{{}};")
     emit(f"const dx::Strides {L}_z{{}};")
-    cmp = "<" if step > 0 else ">"
-    if isinstance(start, tuple):  # ("dyn", k, mul, add): Note [loop nodes], ir.py
-        _, k, mul, add = start
-        start = f"{mul} * {L}_v{k - 1 - n}.data()[0] + {add}"
-    emit(f"for (std::int64_t i = {start}; i {cmp} {L}_stop; i += {step}) {{")
+    emit(loop_range(v, L, n))
     args = [f"dxl_arg(&{L}_i, {L}_s, {L}_z)"]
     args += [f"dxl_of({carried_name(v, k)})" for k in range(n)]
     args += [f"dxl_of({L}_v{k})" for k in range(len(invariants))]
@@ -157,11 +156,42 @@ def emit_loop(unit, v: ir.Value, b) -> None:
         other = f"{L}_p{k}" if (r < 0 or r in shared) else f"{L}_o{r}"
         emit(f"  std::swap({carried_name(v, k)}, {other});")
     emit("}")
+    _trip_count(unit, L, b)
+
+
+def _prologue(unit, v: ir.Value) -> str:
+    """Emits what loop v reads before its first trip: its carried buffers L<id>_c<k>
+    (owned copies), invariants L<id>_v<k> (evaluated once) and L<id>_stop; returns the
+    prefix L<id>."""
+    n = v.attr("carried")
+    stop, inits, invariants = v.args[0], v.args[1:1 + n], v.args[1 + n:]
+    L = f"L{v.id}"
+    for k, a in enumerate(inits):
+        init = f"std::move({unit.ref(a)})" if _taken_over(unit, v, a) else _fresh(unit, a)
+        unit.emit(f"auto {carried_name(v, k)} = {init};")
+    for k, a in enumerate(invariants):
+        unit.emit(f"const auto {L}_v{k} = {_fresh(unit, a)};")
+    unit.emit(f"const std::int64_t {L}_stop = {_fresh(unit, stop)}.data()[0];")
+    return L
+
+
+def loop_range(v: ir.Value, L: str, n: int) -> str:
+    """The C++ `for (...) {` header of loop v's trips, i the loop variable."""
+    start, step = v.attr("start"), v.attr("step")
+    cmp = "<" if step > 0 else ">"
+    if isinstance(start, tuple):  # ("dyn", k, mul, add): Note [loop nodes], ir.py
+        _, k, mul, add = start
+        start = f"{mul} * {L}_v{k - 1 - n}.data()[0] + {add}"
+    return f"for (std::int64_t i = {start}; i {cmp} {L}_stop; i += {step}) {{"
+
+
+def _trip_count(unit, L: str, b) -> None:
+    """The trips the loop ran, into its buffer b (after the loop)."""
     dest = unit.buffer_ref(b)
     if b.kind == "tmp" and b.index not in unit.declared_tmp:
         unit.declared_tmp.add(b.index)
-        emit(f"auto {dest} = dx::Tensor<std::int64_t>::empty(dx::Shape{{}});")
-    emit(f"dx::assign({dest}, dx::scalar<std::int64_t>({L}_trip));")
+        unit.emit(f"auto {dest} = dx::Tensor<std::int64_t>::empty(dx::Shape{{}});")
+    unit.emit(f"dx::assign({dest}, dx::scalar<std::int64_t>({L}_trip));")
     if b.kind == "out":
         unit.written_out.add(b.index)
 

@@ -1,0 +1,181 @@
+"""Loops of scalar work as C++ scalars (Note [scalar loop bodies], codegen_scalar.py):
+recurrences written as a scientist writes them, each compared with plain NumPy (values,
+dtypes, shapes, mutated arguments) on both backends; the cpu unit is checked to take the
+scalar form (no body function, no frame per trip) where the body qualifies, and the
+general form where it does not."""
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import dynexpr
+from compare import assert_matches_plain
+from dynexpr import runtime
+from dynexpr.capture.translate import translate
+
+
+def lorenz(state, dt, steps):
+    traj = np.empty((steps, 3))
+    x, y, z = state
+    for i in range(steps):
+        dx = 10.0 * (y - x)
+        dy = x * (28.0 - z) - y
+        dz = x * y - 8.0 / 3.0 * z
+        x, y, z = x + dt * dx, y + dt * dy, z + dt * dz
+        traj[i, 0] = x
+        traj[i, 1] = y
+        traj[i, 2] = z
+    return traj
+
+
+def thomas(a, b, c, d):
+    # Tridiagonal solve: two arrays updated in place, each trip reading the trip before.
+    n = d.shape[0]
+    c = c.copy()
+    d = d.copy()
+    c[0] = c[0] / b[0]
+    d[0] = d[0] / b[0]
+    for i in range(1, n):
+        m = b[i] - a[i] * c[i - 1]
+        c[i] = c[i] / m
+        d[i] = (d[i] - a[i] * d[i - 1]) / m
+    x = np.empty_like(d)
+    x[n - 1] = d[n - 1]
+    for i in range(n - 2, -1, -1):
+        x[i] = d[i] - c[i] * x[i + 1]
+    return x
+
+
+def fib_pairs(x, n):
+    # Carried values that trade places, in float32: a, b = b, a + b.
+    a, b = x[0], x[1]
+    for _ in range(n):
+        a, b = b, np.float32(0.75) * a + b * np.float32(0.5)
+    return a, b
+
+
+def flags_and_where(x, t):
+    hit = x[0] > t
+    acc = x[0] * 0.0
+    for i in range(1, x.shape[0]):
+        hit = hit | (x[i] > t)
+        acc = np.where(x[i] > 0, acc + x[i], acc - 1.0)
+    return hit, acc
+
+
+def mixed_dtypes(k, w):
+    # int64 elements promoted to float64 (astype in the body), small integer powers.
+    s = w[0] * 0.0
+    for i in range(k.shape[0]):
+        s = s + k[i] * 0.5 + w[i] ** 2 - w[i] ** 3
+    return s
+
+
+def ar2(x, a1, a2):
+    y = np.zeros_like(x)
+    y[0] = x[0]
+    y[1] = x[1] + a1 * y[0]
+    for t in range(2, x.shape[0]):
+        y[t] = x[t] + a1 * y[t - 1] + a2 * y[t - 2]
+    return y
+
+
+def copy_prefix(x, y, k):
+    # The trip count is an input: a later call with more trips than x has elements
+    # indexes past its end, an IndexError as in NumPy.
+    for i in range(k):
+        y[i] = x[i] * 2.0
+    return y
+
+
+def reciprocal_sum(x):
+    s = x[0] * 0.0
+    for i in range(x.shape[0]):
+        s = s + 1.0 / x[i]
+    return s
+
+
+def column_sweep(out, x, a):
+    # A slice per trip: not scalar work (the general loop).
+    for j in range(1, out.shape[1]):
+        out[:, j] = out[:, j - 1] * a + x[:, j]
+    return out
+
+
+def _tri(r, n):
+    return (r.random(n), r.random(n) + 4.0, r.random(n), r.random(n))
+
+
+CASES = [
+    (lorenz, lambda r, n: (np.array([1.0, 1.0, 1.0]), 0.01, n)),
+    (thomas, _tri),
+    (fib_pairs, lambda r, n: (r.random(2).astype(np.float32), n)),
+    (flags_and_where, lambda r, n: (r.standard_normal(n), 0.5)),
+    (mixed_dtypes, lambda r, n: (r.integers(-5, 5, n), r.random(n))),
+    (ar2, lambda r, n: (r.standard_normal(n), 0.5, -0.25)),
+]
+SCALAR = [f for f, _ in CASES]
+
+
+@pytest.mark.parametrize("fn,make", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("n", [3, 40, 500])
+def test_scalar_recurrence_matches_numpy(fn, make, n, backend):
+    args = make(np.random.default_rng(n), n)
+    assert_matches_plain(fn, args, dynexpr.capture(fn, backend=backend))
+
+
+def _source(fn, args):
+    g = translate(fn, list(copy.deepcopy(args))).graph
+    assert "loop" in g.ops(), g.canonical()
+    return runtime.plan(g).source
+
+
+@pytest.mark.parametrize("fn", SCALAR, ids=[f.__name__ for f in SCALAR])
+def test_scalar_bodies_are_written_as_cpp_scalars(fn):
+    make = dict(CASES)[fn]
+    src = _source(fn, make(np.random.default_rng(0), 40))
+    assert "static void body" not in src, src
+    assert "dxk::sc<" in src and "dxk::frame L" not in src, src
+
+
+def test_a_body_with_slices_keeps_the_general_loop():
+    r = np.random.default_rng(1)
+    src = _source(column_sweep, (r.random((4, 9)), r.random((4, 9)), 0.5))
+    assert "static void body0" in src and "dxk::sc<" not in src, src
+
+
+def test_a_new_trip_count_past_the_end_raises_index_error(backend):
+    f = dynexpr.capture(copy_prefix, backend=backend)
+    x, y = np.arange(8.0), np.zeros(8)
+    assert_matches_plain(copy_prefix, (x, y, 5), f)
+    with pytest.raises(IndexError):
+        copy_prefix(x, y.copy(), 12)
+    with pytest.raises(IndexError):
+        f(x, y.copy(), 12)
+    assert_matches_plain(copy_prefix, (x, y, 8), f)  # still right afterwards
+
+
+def test_division_by_zero_in_a_scalar_body_warns_as_numpy(backend):
+    x = np.array([1.0, 2.0, 0.0, 4.0])
+    f = dynexpr.capture(reciprocal_sum, backend=backend)
+    with warnings.catch_warnings(record=True) as plain:
+        warnings.simplefilter("always")
+        want = reciprocal_sum(x)
+    with warnings.catch_warnings(record=True) as captured:
+        warnings.simplefilter("always")
+        got = f(x)
+    assert got == want and type(got) is type(want)
+    assert [w.category for w in plain if "divide" in str(w.message)] == [RuntimeWarning]
+    assert [w.category for w in captured if "divide" in str(w.message)] == [RuntimeWarning]
+
+
+def test_many_trips_are_one_unit():
+    # The trip count is a kernel input: 50 and 5000 trips of ar2 run one compiled unit.
+    f = dynexpr.capture(ar2)
+    r = np.random.default_rng(3)
+    for n in (50, 5000):
+        x = r.standard_normal(n)
+        assert_matches_plain(ar2, (x, 0.5, -0.25), f)
+    assert f.cache_info().compiles <= 2  # one per shape specialisation at most
