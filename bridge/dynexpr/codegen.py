@@ -236,7 +236,7 @@ class _Unit:
         args = [self.operand(a, v.dtype, arrays) for a in v.args]
         op = v.op
         if op == "power" and v.dtype in ("float32", "float64"):
-            k = _small_integer_exponent(v.args[1])
+            k = ir.small_integer_exponent(v.args[1])
             # Note [small powers]: x**2 is np.square, as NumPy itself computes it; x**3 is
             # x * x**2 (within the 1-2 ulp of the SIMD pow, at a tenth of its cost).
             if k == 2:
@@ -454,16 +454,6 @@ class _Unit:
         if v.op in ("var", "std"):
             extra = f", {int(v.attr('ddof', 0))}"
         return f"dx::{REDUCE_FN[v.op]}({x}, {spec}, {keep}{extra})"
-
-
-def _small_integer_exponent(e: ir.Value) -> int | None:
-    if e.op != "const" or e.shape != ():
-        return None
-    x = e.attr("value")
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) \
-            or x != int(x):
-        return None
-    return int(x)
 
 
 def _tuple(x) -> tuple:

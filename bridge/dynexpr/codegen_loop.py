@@ -90,7 +90,8 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     n = v.attr("carried")
     if codegen_scalar.qualifies(body, n):  # Note [scalar loop bodies]
         L = _prologue(unit, v)
-        codegen_scalar.emit_body(unit, v, L, body, n)
+        codegen_scalar.emit_body(unit, L, body, [carried_name(v, k) for k in range(n)],
+                                 loop_range(v, L, n))
         _trip_count(unit, L, b)
         return
     inits, invariants = v.args[1:1 + n], v.args[1 + n:]

@@ -105,12 +105,12 @@ def _element(v: ir.Value, base: ir.Value) -> bool:
                     for it in index if it[0] == "dyn"))
 
 
-def emit_body(unit, loop: ir.Value, L: str, body: ir.Graph, n: int) -> None:
+def emit_body(unit, L: str, body: ir.Graph, buffers: list[str], header: str) -> None:
     """Emits the declarations before the C++ loop, its trips, and the write-back after it,
-    for a body that qualifies; the carried buffers L<id>_c<k>, invariants L_v<j>, stop,
-    start and step are codegen_loop's (emit_loop)."""
-    from .codegen_loop import carried_name, loop_range
-
+    for a body that qualifies. codegen_loop.emit_loop declared the rest: the carried
+    buffers (`buffers`, one per carried value), the invariants L_v<j> and the loop
+    header (`header`, `for (...) {` over i)."""
+    n = len(buffers)
     emit = unit.emit
     names: dict[int, str] = {}
     carried = [None] * n
@@ -121,7 +121,7 @@ def emit_body(unit, loop: ir.Value, L: str, body: ir.Graph, n: int) -> None:
         if k == 0:
             names[v.id] = "i"
             continue
-        store = carried_name(loop, k - 1) if k <= n else f"{L}_v{k - 1 - n}"
+        store = buffers[k - 1] if k <= n else f"{L}_v{k - 1 - n}"
         if v.ndim:
             names[v.id] = f"{L}_a{k}"
             emit(f"const auto {L}_a{k} = {store}.view();")
@@ -132,7 +132,7 @@ def emit_body(unit, loop: ir.Value, L: str, body: ir.Graph, n: int) -> None:
             names[v.id] = f"{L}_w{k}"
             emit(f"const {CTYPE[v.dtype]} {L}_w{k} = {store}.data()[0];")
     emit(f"std::int64_t {L}_trip = 0;")
-    emit(loop_range(loop, L, n))
+    emit(header)
     emit(f"  ++{L}_trip;")
     for v in body.values:
         if v.op == "input":
@@ -153,7 +153,7 @@ def emit_body(unit, loop: ir.Value, L: str, body: ir.Graph, n: int) -> None:
     emit("}")
     for k, name in enumerate(carried):
         if name is not None:
-            emit(f"{carried_name(loop, k)}.data()[0] = {name};")
+            emit(f"{buffers[k]}.data()[0] = {name};")
 
 
 def _items(v: ir.Value, names: dict[int, str]) -> str:
@@ -182,9 +182,7 @@ def _scalar(unit, v: ir.Value, names: dict[int, str]) -> str:
         return f"(static_cast<bool>({args[0]}) ? {args[1]} : {args[2]})"
     op = v.op
     if op == "power" and v.dtype in ("float32", "float64"):
-        from .codegen import _small_integer_exponent
-
-        k = _small_integer_exponent(v.args[1])
+        k = ir.small_integer_exponent(v.args[1])
         # Note [small powers] (codegen.py): x**2 is np.square, x**3 is x * x**2.
         if k == 2:
             return f"dxk::sc<dynexpr::ops::square_op>({args[0]})"

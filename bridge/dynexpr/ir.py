@@ -19,6 +19,7 @@ code and nothing else (no object ids, no file names).
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -150,6 +151,18 @@ class Value:
 
     def __repr__(self) -> str:
         return f"%{self.id}:{self.op}:{self.dtype}{list(self.shape)}"
+
+
+def small_integer_exponent(e: Value) -> int | None:
+    """The exponent of `x ** e` as an int when e is a 0-d constant of integral value
+    (Note [small powers] in codegen.py), else None."""
+    if e.op != "const" or e.shape != ():
+        return None
+    x = e.attr("value")
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) \
+            or x != int(x):
+        return None
+    return int(x)
 
 
 def make_attrs(**kw: Any) -> tuple:

@@ -351,7 +351,7 @@ class _Kernel:
             args = [f"dxcu::cast<bool>({x})" for x in args]
             ct = "bool"
         if op == "power" and v.dtype in ("float32", "float64"):
-            k = codegen._small_integer_exponent(v.args[1])
+            k = ir.small_integer_exponent(v.args[1])
             if k in (2, 3):  # Note [small powers] in codegen.py: as the cpu backend does
                 sq = f"dxcu::ops::square_op::scalar<{T}>({args[0]})"
                 return sq if k == 2 else f"({args[0]} * {sq})"
