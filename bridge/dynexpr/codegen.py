@@ -39,7 +39,6 @@ CTYPE = manifest.CTYPE  # dtype name -> C++ element type
 # functions; the text is the cache key, so this choice is part of the format.
 INFIX = {n: o["operator"] for n, o in manifest.OPS.items() if o["operator"] in ("+", "-", "*", "/")}
 # NumPy's add/multiply/maximum/minimum of two bools are logical or/and (manifest: on_bools).
-BOOL_ARITH = {n: o["on_bools"] for n, o in manifest.OPS.items() if o["on_bools"]}
 REDUCE_FN = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "mean": "mean",
              "any": "any", "all": "all", "var": "var", "std": "std"}
 
@@ -234,17 +233,13 @@ class _Unit:
             a, b = (self.operand(x, v.dtype, arrays) for x in v.args[1:])
             return f"dxk::typed<{T}>(dx::where({c}, {a}, {b}))"
         args = [self.operand(a, v.dtype, arrays) for a in v.args]
-        op = v.op
-        if op == "power" and v.dtype in ("float32", "float64"):
-            k = ir.small_integer_exponent(v.args[1])
-            # Note [small powers]: x**2 is np.square, as NumPy itself computes it; x**3 is
-            # x * x**2 (within the 1-2 ulp of the SIMD pow, at a tenth of its cost).
-            if k == 2:
-                return f"dxk::typed<{T}>(dx::square({args[0]}))"
-            if k == 3:
-                return f"dxk::typed<{T}>({args[0]} * dx::square({args[0]}))"
-        if op in BOOL_ARITH and all(a.dtype == "bool" for a in v.args):
-            op = BOOL_ARITH[op]  # NumPy: + and * of bools are logical or/and
+        op = ir.computed_op(v)
+        # Note [small powers]: x**2 is np.square, as NumPy itself computes it; x**3 is
+        # x * x**2 (within the 1-2 ulp of the SIMD pow, at a tenth of its cost).
+        if op == "square":
+            return f"dxk::typed<{T}>(dx::square({args[0]}))"
+        if op == "cube":
+            return f"dxk::typed<{T}>({args[0]} * dx::square({args[0]}))"
         if op in INFIX and len(args) == 2:
             expr = f"{args[0]} {INFIX[op]} {args[1]}"
         else:

@@ -33,7 +33,6 @@ from . import ir, manifest
 
 CTYPE = manifest.CTYPE
 _ELEMENT_ITEMS = ("int", "dyn")
-_BOOL_ARITH = {n: o["on_bools"] for n, o in manifest.OPS.items() if o["on_bools"]}
 
 
 def qualifies(body: ir.Graph, n: int) -> bool:
@@ -180,15 +179,8 @@ def _scalar(unit, v: ir.Value, names: dict[int, str]) -> str:
         return f"static_cast<{T}>({args[0]})"
     if v.op == "where":
         return f"(static_cast<bool>({args[0]}) ? {args[1]} : {args[2]})"
-    op = v.op
-    if op == "power" and v.dtype in ("float32", "float64"):
-        k = ir.small_integer_exponent(v.args[1])
-        # Note [small powers] (codegen.py): x**2 is np.square, x**3 is x * x**2.
-        if k == 2:
-            return f"dxk::sc<dynexpr::ops::square_op>({args[0]})"
-        if k == 3:
-            return (f"dxk::sc<dynexpr::ops::mul_op>({args[0]}, "
-                    f"dxk::sc<dynexpr::ops::square_op>({args[0]}))")
-    if op in _BOOL_ARITH and all(a.dtype == "bool" for a in v.args):
-        op = _BOOL_ARITH[op]  # NumPy: + and * of bools are logical or/and
+    op = ir.computed_op(v)  # Note [small powers] (codegen.py), bools' + and *
+    if op in ("square", "cube"):
+        sq = f"dxk::sc<dynexpr::ops::square_op>({args[0]})"
+        return sq if op == "square" else f"dxk::sc<dynexpr::ops::mul_op>({args[0]}, {sq})"
     return f"dxk::sc<dynexpr::ops::{manifest.OPS[op]['id']}>({', '.join(args)})"

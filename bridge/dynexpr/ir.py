@@ -165,6 +165,22 @@ def small_integer_exponent(e: Value) -> int | None:
     return int(x)
 
 
+_BOOL_ARITH = {n: o["on_bools"] for n, o in manifest.OPS.items() if o["on_bools"]}
+
+
+def computed_op(v: Value) -> str:
+    """The op pointwise value v computes, as NumPy's loops compute it: a float x**2 is
+    "square" and x**3 "cube", x * x**2 (Note [small powers] in codegen.py); + and * of
+    bools are logical or/and; else v.op. Every codegen spells what this names."""
+    if v.op == "power" and v.dtype in ("float32", "float64"):
+        k = small_integer_exponent(v.args[1])
+        if k in (2, 3):
+            return "square" if k == 2 else "cube"
+    if v.op in _BOOL_ARITH and all(a.dtype == "bool" for a in v.args):
+        return _BOOL_ARITH[v.op]
+    return v.op
+
+
 def make_attrs(**kw: Any) -> tuple:
     return tuple(sorted(kw.items()))
 

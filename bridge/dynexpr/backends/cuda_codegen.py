@@ -339,21 +339,17 @@ class _Kernel:
             return f"({args[0]} ? {args[1]} : {args[2]})"
         if v.op not in codegen.manifest.OPS:
             raise NotImplementedError(f"dynexpr cuda codegen: op {v.op}")
-        op = v.op
+        op = ir.computed_op(v)
         ct = v.args[0].dtype
         if v.dtype in ("float32", "float64") and ct in ("bool", "uint8"):
             args = [f"dxcu::cast<{T}>({x})" for x in args]  # as codegen.operand does
             ct = v.dtype
-        if op in codegen.BOOL_ARITH and all(a.dtype == "bool" for a in v.args):
-            op = codegen.BOOL_ARITH[op]
+        if op in ("square", "cube"):  # Note [small powers] in codegen.py, as on the cpu
+            sq = f"dxcu::ops::square_op::scalar<{T}>({args[0]})"
+            return sq if op == "square" else f"({args[0]} * {sq})"
         if codegen.manifest.OPS[op]["rule"] == "logical_rule" and ct != "bool":
             # ops/rules.hpp: logical ops compute on truth values
             args = [f"dxcu::cast<bool>({x})" for x in args]
             ct = "bool"
-        if op == "power" and v.dtype in ("float32", "float64"):
-            k = ir.small_integer_exponent(v.args[1])
-            if k in (2, 3):  # Note [small powers] in codegen.py: as the cpu backend does
-                sq = f"dxcu::ops::square_op::scalar<{T}>({args[0]})"
-                return sq if k == 2 else f"({args[0]} * {sq})"
         sid = codegen.manifest.OPS[op]["id"]
         return f"dxcu::ops::{sid}::scalar<{CT[ct]}>({', '.join(args)})"
