@@ -5,6 +5,8 @@ scalar form (no body function, no frame per trip) where the body qualifies, and 
 general form where it does not."""
 
 import copy
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -14,6 +16,11 @@ import dynexpr
 from compare import assert_matches_plain
 from dynexpr import runtime
 from dynexpr.capture.translate import translate
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scientific"))
+
+# A tridiagonal solve: two arrays updated in place, each trip reading the trip before.
+from sci_linalg import thomas  # noqa: E402
 
 
 def lorenz(state, dt, steps):
@@ -28,24 +35,6 @@ def lorenz(state, dt, steps):
         traj[i, 1] = y
         traj[i, 2] = z
     return traj
-
-
-def thomas(a, b, c, d):
-    # Tridiagonal solve: two arrays updated in place, each trip reading the trip before.
-    n = d.shape[0]
-    c = c.copy()
-    d = d.copy()
-    c[0] = c[0] / b[0]
-    d[0] = d[0] / b[0]
-    for i in range(1, n):
-        m = b[i] - a[i] * c[i - 1]
-        c[i] = c[i] / m
-        d[i] = (d[i] - a[i] * d[i - 1]) / m
-    x = np.empty_like(d)
-    x[n - 1] = d[n - 1]
-    for i in range(n - 2, -1, -1):
-        x[i] = d[i] - c[i] * x[i + 1]
-    return x
 
 
 def fib_pairs(x, n):
