@@ -236,9 +236,9 @@ class _Unit:
         op = ir.computed_op(v)
         # Note [small powers]: x**2 is np.square, as NumPy itself computes it; x**3 is
         # x * x**2 (within the 1-2 ulp of the SIMD pow, at a tenth of its cost).
-        if op == "square":
+        if op == "x**2":
             return f"dxk::typed<{T}>(dx::square({args[0]}))"
-        if op == "cube":
+        if op == "x**3":
             return f"dxk::typed<{T}>({args[0]} * dx::square({args[0]}))"
         if op in INFIX and len(args) == 2:
             expr = f"{args[0]} {INFIX[op]} {args[1]}"

@@ -180,7 +180,7 @@ def _scalar(unit, v: ir.Value, names: dict[int, str]) -> str:
     if v.op == "where":
         return f"(static_cast<bool>({args[0]}) ? {args[1]} : {args[2]})"
     op = ir.computed_op(v)  # Note [small powers] (codegen.py), bools' + and *
-    if op in ("square", "cube"):
+    if op in ("x**2", "x**3"):
         sq = f"dxk::sc<dynexpr::ops::square_op>({args[0]})"
-        return sq if op == "square" else f"dxk::sc<dynexpr::ops::mul_op>({args[0]}, {sq})"
+        return sq if op == "x**2" else f"dxk::sc<dynexpr::ops::mul_op>({args[0]}, {sq})"
     return f"dxk::sc<dynexpr::ops::{manifest.OPS[op]['id']}>({', '.join(args)})"

@@ -170,12 +170,13 @@ _BOOL_ARITH = {n: o["on_bools"] for n, o in manifest.OPS.items() if o["on_bools"
 
 def computed_op(v: Value) -> str:
     """The op pointwise value v computes, as NumPy's loops compute it: a float x**2 is
-    "square" and x**3 "cube", x * x**2 (Note [small powers] in codegen.py); + and * of
-    bools are logical or/and; else v.op. Every codegen spells what this names."""
+    "x**2" (np.square) and x**3 "x**3" (x * x**2; Note [small powers] in codegen.py),
+    names no manifest op can take; + and * of bools are logical or/and; else v.op. Every
+    codegen spells what this names."""
     if v.op == "power" and v.dtype in ("float32", "float64"):
         k = small_integer_exponent(v.args[1])
         if k in (2, 3):
-            return "square" if k == 2 else "cube"
+            return "x**2" if k == 2 else "x**3"
     if v.op in _BOOL_ARITH and all(a.dtype == "bool" for a in v.args):
         return _BOOL_ARITH[v.op]
     return v.op

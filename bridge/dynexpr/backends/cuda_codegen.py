@@ -344,9 +344,9 @@ class _Kernel:
         if v.dtype in ("float32", "float64") and ct in ("bool", "uint8"):
             args = [f"dxcu::cast<{T}>({x})" for x in args]  # as codegen.operand does
             ct = v.dtype
-        if op in ("square", "cube"):  # Note [small powers] in codegen.py, as on the cpu
+        if op in ("x**2", "x**3"):  # Note [small powers] in codegen.py, as on the cpu
             sq = f"dxcu::ops::square_op::scalar<{T}>({args[0]})"
-            return sq if op == "square" else f"({args[0]} * {sq})"
+            return sq if op == "x**2" else f"({args[0]} * {sq})"
         if codegen.manifest.OPS[op]["rule"] == "logical_rule" and ct != "bool":
             # ops/rules.hpp: logical ops compute on truth values
             args = [f"dxcu::cast<bool>({x})" for x in args]
