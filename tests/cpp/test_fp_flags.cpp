@@ -115,6 +115,29 @@ TEST_CASE_TEMPLATE("eval: NaN and infinities raise what NumPy raises", T, float,
   }
 }
 
+// Note [quiet comparisons] in dynexpr/ops/scalar_support.hpp: 0-d values and the scalar
+// bodies (what scalar loop bodies and lane-by-lane fallbacks run) compare a NaN quietly.
+TEST_CASE_TEMPLATE("eval: ordered comparisons of a NaN raise nothing, 0-d and scalar too", T, float,
+                   double) {
+  volatile T vn = std::numeric_limits<T>::quiet_NaN(), v1 = T(1);  // no constant folding
+  const T nan = vn, one = v1;
+  dx::Tensor<T> a(Shape{}), b(Shape{});
+  a.data()[0] = nan;
+  b.data()[0] = one;
+  CHECK(flags_of([&] {
+          dx::Tensor<bool> r = dx::logical_or(dx::logical_or(a < b, a > b), dx::logical_or(b <= a, b >= a));
+          CHECK(!r.data()[0]);
+        }) == 0);
+  bool r = true;
+  CHECK(flags_of([&] {
+          r = dx::ops::less_op::scalar(nan, one) || dx::ops::greater_op::scalar(one, nan) ||
+              dx::ops::less_equal_op::scalar(nan, one) || dx::ops::greater_equal_op::scalar(one, nan);
+        }) == 0);
+  CHECK(!r);
+  CHECK((dx::ops::less_op::scalar(T(1), T(2)) && dx::ops::greater_equal_op::scalar(T(2), T(2)) &&
+         !dx::ops::greater_op::scalar(T(2), T(2)) && dx::ops::less_equal_op::scalar(T(-0.0), T(0))));
+}
+
 TEST_CASE_TEMPLATE("eval: integer division by zero raises NumPy's flag", T, std::int32_t,
                    std::int64_t) {
   for (index_t n : {index_t{1}, index_t{9}, index_t{40}}) {

@@ -272,7 +272,12 @@ def nan_math(x):
     return np.exp(x), np.tanh(x), np.arctan(x), np.sin(np.clip(x, -5.0, 5.0))
 
 
-@pytest.mark.parametrize("fn", [nan_friendly, nan_math])
+def nan_elements(x):
+    # 0-d comparisons of a NaN element (Note [quiet comparisons]): quiet in NumPy.
+    return x[0] < x[1], x[0] >= x[2], x[3] > x[0], x[1] <= x[0]
+
+
+@pytest.mark.parametrize("fn", [nan_friendly, nan_math, nan_elements])
 @pytest.mark.parametrize("n", [9, 4099])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_nan_and_inf_inputs_like_numpy(backend, fn, n, dtype):

@@ -282,15 +282,18 @@ op("rint_op", "rint", 1, "float_unary", "float_unary_rule", constexpr=False, par
 # Highway defines < and <= generically as reversed > and >=, which integer vectors lack
 # on AVX2 for >=: each op tests the operator that really exists and otherwise compares
 # lane by lane.
-for _id, _name, _sym, _call, _test in (
-        ("equal_op", "equal", "==", "hn::Eq(a, b)", "a == b"),
-        ("not_equal_op", "not_equal", "!=", "simd::not_equal(d, a, b)", "a == b"),
-        ("less_op", "less", "<", "hn::Lt(a, b)", "b > a"),
-        ("less_equal_op", "less_equal", "<=", "hn::Le(a, b)", "b >= a"),
-        ("greater_op", "greater", ">", "hn::Gt(a, b)", "a > b"),
-        ("greater_equal_op", "greater_equal", ">=", "hn::Ge(a, b)", "a >= b")):
+# The ordered ones compare quietly: no "invalid" flag for a NaN (Note [quiet comparisons]
+# in scalar_support.hpp).
+for _id, _name, _sym, _call, _test, _scalar in (
+        ("equal_op", "equal", "==", "hn::Eq(a, b)", "a == b", "a == b"),
+        ("not_equal_op", "not_equal", "!=", "simd::not_equal(d, a, b)", "a == b", "a != b"),
+        ("less_op", "less", "<", "hn::Lt(a, b)", "b > a", "detail::quiet_lt(a, b)"),
+        ("less_equal_op", "less_equal", "<=", "hn::Le(a, b)", "b >= a", "detail::quiet_le(a, b)"),
+        ("greater_op", "greater", ">", "hn::Gt(a, b)", "a > b", "detail::quiet_lt(b, a)"),
+        ("greater_equal_op", "greater_equal", ">=", "hn::Ge(a, b)", "a >= b",
+         "detail::quiet_le(b, a)")):
     op(_id, _name, 2, "comparison", "compare_rule", result="bool", operator=_sym,
-       scalar=f"return a {_sym} b;",
+       scalar=f"return {_scalar};",
        simd=f"""if constexpr (requires {{ {_test}; }}) return {_call};
 else return detail::by_lane_mask<{_id}>(d, a, b);""")
 

@@ -551,7 +551,7 @@ struct less_op : compare_rule {
   static constexpr void check() {}
   template <class T>
   DYNEXPR_HOST_DEVICE static constexpr bool scalar(T a, T b) {
-    return a < b;
+    return detail::quiet_lt(a, b);
   }
   template <class D, class V>
   static hn::Mask<D> simd([[maybe_unused]] D d, V a, V b) {
@@ -568,7 +568,7 @@ struct less_equal_op : compare_rule {
   static constexpr void check() {}
   template <class T>
   DYNEXPR_HOST_DEVICE static constexpr bool scalar(T a, T b) {
-    return a <= b;
+    return detail::quiet_le(a, b);
   }
   template <class D, class V>
   static hn::Mask<D> simd([[maybe_unused]] D d, V a, V b) {
@@ -585,7 +585,7 @@ struct greater_op : compare_rule {
   static constexpr void check() {}
   template <class T>
   DYNEXPR_HOST_DEVICE static constexpr bool scalar(T a, T b) {
-    return a > b;
+    return detail::quiet_lt(b, a);
   }
   template <class D, class V>
   static hn::Mask<D> simd([[maybe_unused]] D d, V a, V b) {
@@ -602,7 +602,7 @@ struct greater_equal_op : compare_rule {
   static constexpr void check() {}
   template <class T>
   DYNEXPR_HOST_DEVICE static constexpr bool scalar(T a, T b) {
-    return a >= b;
+    return detail::quiet_le(b, a);
   }
   template <class D, class V>
   static hn::Mask<D> simd([[maybe_unused]] D d, V a, V b) {

@@ -81,6 +81,26 @@ DYNEXPR_HOST_DEVICE constexpr T scalar_max(T a, T b) {
     if (a != a || b != b) return a != a ? a : b;
   return a > b ? a : b;
 }
+// Note [quiet comparisons]
+// An ordered comparison (<, <=, >, >=) with a NaN operand raises the "invalid" flag on
+// the host (x86's comisd), and NumPy's comparisons never report it: `x[0] > x[1]` of a
+// captured function warned "invalid value encountered" where NumPy says nothing. The
+// scalar bodies compare with the quiet forms (ucomisd), as the SIMD bodies' ordered-quiet
+// predicates do; a device has no flags to raise.
+template <class T>
+DYNEXPR_HOST_DEVICE constexpr bool quiet_lt(T a, T b) {
+#if DYNEXPR_FP_FLAGS
+  if constexpr (is_float_v<T>) return __builtin_isless(a, b);
+#endif
+  return a < b;
+}
+template <class T>
+DYNEXPR_HOST_DEVICE constexpr bool quiet_le(T a, T b) {
+#if DYNEXPR_FP_FLAGS
+  if constexpr (is_float_v<T>) return __builtin_islessequal(a, b);
+#endif
+  return a <= b;
+}
 }  // namespace detail
 // END DEVICE TEXT
 }  // namespace dynexpr::ops
