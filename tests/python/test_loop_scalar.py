@@ -93,6 +93,18 @@ def column_sweep(out, x, a):
     return out
 
 
+def drawdown(prices):
+    # builtin max of NumPy scalars in the recurrence (captured as where-chains).
+    peak = prices[0]
+    worst = prices[0] * 0.0
+    dd = np.zeros_like(prices)
+    for t in range(1, prices.shape[0]):
+        peak = max(peak, prices[t])
+        dd[t] = (peak - prices[t]) / peak
+        worst = max(worst, dd[t])
+    return dd, worst
+
+
 def _tri(r, n):
     return (r.random(n), r.random(n) + 4.0, r.random(n), r.random(n))
 
@@ -104,6 +116,7 @@ CASES = [
     (flags_and_where, lambda r, n: (r.standard_normal(n), 0.5)),
     (mixed_dtypes, lambda r, n: (r.integers(-5, 5, n), r.random(n))),
     (ar2, lambda r, n: (r.standard_normal(n), 0.5, -0.25)),
+    (drawdown, lambda r, n: (np.cumsum(r.standard_normal(n)) + 100.0,)),
 ]
 SCALAR = [f for f, _ in CASES]
 
@@ -168,3 +181,40 @@ def test_many_trips_are_one_unit():
         x = r.standard_normal(n)
         assert_matches_plain(ar2, (x, 0.5, -0.25), f)
     assert f.cache_info().compiles <= 2  # one per shape specialisation at most
+
+
+def builtin_extremes(x):
+    a, b, c = x[0], x[1], x[2]
+    return max(a, b), min(a, b), max(a, b, c), min(c, b, a), max(b, a)
+
+
+@pytest.mark.parametrize("values", [
+    [1.0, 2.0, 3.0], [2.0, 1.0, 2.0], [np.nan, 1.0, 2.0], [1.0, np.nan, 0.5],
+    [-0.0, 0.0, -0.0], [np.inf, -np.inf, np.nan]], ids=str)
+def test_builtin_max_min_of_numpy_scalars_pick_as_python(values, backend):
+    # Python keeps the first of equal items and compares with > (<), so a NaN first
+    # stays and a NaN later is skipped; -0.0 and 0.0 tie. Same results, same types.
+    for dtype in (np.float64, np.float32):
+        x = np.array(values, dtype=dtype)
+        with warnings.catch_warnings():
+            # NumPy's comparisons report no "invalid" for a NaN; neither may the kernel's
+            # (Note [quiet comparisons] in include/dynexpr/ops/scalar_support.hpp).
+            warnings.simplefilter("error")
+            got = dynexpr.capture(builtin_extremes, backend=backend)(x)
+            want = builtin_extremes(x)
+        assert [type(g) for g in got] == [type(w) for w in want]
+        for g, w in zip(got, want):
+            assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w))
+
+
+def mixed_max(x):
+    return max(x[0], 0.5)  # a Python float among them: its type would depend on the data
+
+
+def test_builtin_max_with_a_python_number_still_breaks():
+    ex = dynexpr.explain(mixed_max, np.array([1.0, 2.0]))
+    assert ex.graph_break_count == 1
+    assert "builtin max()" in ex.break_reasons[0].reason
+    for x in (np.array([1.0]), np.array([0.25])):
+        got, want = dynexpr.capture(mixed_max)(x), mixed_max(x)
+        assert got == want and type(got) is type(want)

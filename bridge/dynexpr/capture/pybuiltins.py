@@ -19,7 +19,7 @@ import numpy as np
 from . import np_ops, registry
 from .attrs import load_attr
 from .calls import call, call_method_of_object
-from .arrays import ArrayVar
+from .arrays import ArrayVar, fresh
 from .errors import graph_break
 from .operators import (
     as_items,
@@ -184,6 +184,8 @@ def _minmax(fn: Callable) -> Callable:
         if len(args) == 1:
             items = as_items(args[0]) or []
         if any(isinstance(a, ArrayVar) for a in items):
+            if not kwargs and len(args) >= 2 and _same_kind_scalars(args):
+                return _pick(tx, fn, args)
             graph_break(
                 f"builtin {fn.__name__}() compares array data in Python; use "
                 f"np.{'maximum' if fn is max else 'minimum'} or np.{fn.__name__}"
@@ -193,6 +195,29 @@ def _minmax(fn: Callable) -> Callable:
         return _known(tx, fn, args, kwargs)
 
     return handler
+
+
+def _same_kind_scalars(items: list) -> bool:
+    """Whether every item is a NumPy scalar of one dtype: the one builtin max/min returns
+    is then of that type whatever the data (with a Python number or a 0-d array among
+    them, the type of the result would depend on which one wins)."""
+    return (all(isinstance(a, ArrayVar) and a.is_scalar for a in items)
+            and len({a.dtype for a in items}) == 1)
+
+
+def _pick(tx, fn: Callable, items: list) -> ArrayVar:
+    """Builtin max(a, b, ...) (or min) of NumPy scalars of one dtype, as CPython computes
+    it: the first item, replaced by each later one that compares greater (less), so ties
+    keep the earlier item and a NaN is kept or skipped exactly as Python does: a chain of
+    where(b > best, b, best). A recurrence's `peak = max(peak, x[t])` then captures."""
+    cmp = np.greater if fn is max else np.less
+    best = items[0]
+    for b in items[1:]:
+        cond = np_ops.ufunc(tx.ctx, cmp, [b, best])
+        g = tx.ctx.graph
+        best = fresh(g, g.node("where", (cond.value, b.value, best.value), best.dtype, ()),
+                     "scalar")
+    return best
 
 
 def _sequence(make: Callable) -> Callable:
