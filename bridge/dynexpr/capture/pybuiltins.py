@@ -3,8 +3,9 @@
 Known values are computed for real, but only by functions known to be pure (a call
 such as print or list.append on a caller's list would be a side effect, and the
 translation must have none). Arrays meet builtins only where NumPy's answer does not
-depend on the data (len, isinstance, abs); float(x), max(x, y) or print(x) on an
-array is a graph break.
+depend on the data (len, isinstance, abs), and in max(a, b)/min(a, b) of NumPy scalars
+of one dtype (a where-chain: the result's type does not depend on the data then);
+float(x), max(x, 0.5) or print(x) on an array is a graph break.
 """
 
 from __future__ import annotations
