@@ -8,9 +8,9 @@ its dependencies) finds the CBLAS entry points under the names NumPy's build giv
 ILP64 system OpenBLAS, plain `cblas_dgemm` for an LP64 one (Debian, conda's MKL or
 OpenBLAS). The pointers go to the runtime library (`dynexpr_rt_set_blas`, kernels/
 runtime.cpp) once, when it is loaded; without them a unit's product runs a vectorised
-row loop split over the pool (detail::loop_product in include/dynexpr/interop/matmul.hpp). ssyrk/dsyrk under the same names, where the
-library has them, take `a @ a.T` as NumPy does (Note [Gram products] there). `DYNEXPR_BLAS=0`
-turns the hook off.
+row loop split over the pool (detail::loop_product in include/dynexpr/interop/matmul.hpp).
+ssyrk/dsyrk under the same names, where the library has them, take `a @ a.T` as NumPy
+does (Note [Gram products] there). `DYNEXPR_BLAS=0` turns the hook off.
 """
 
 from __future__ import annotations

@@ -38,7 +38,6 @@ CTYPE = manifest.CTYPE  # dtype name -> C++ element type
 # The arithmetic ops are written with their C++ operators (`x0 * 2.0`), the rest as named
 # functions; the text is the cache key, so this choice is part of the format.
 INFIX = {n: o["operator"] for n, o in manifest.OPS.items() if o["operator"] in ("+", "-", "*", "/")}
-# NumPy's add/multiply/maximum/minimum of two bools are logical or/and (manifest: on_bools).
 REDUCE_FN = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "mean": "mean",
              "any": "any", "all": "all", "var": "var", "std": "std"}
 

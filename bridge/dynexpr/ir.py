@@ -165,6 +165,7 @@ def small_integer_exponent(e: Value) -> int | None:
     return int(x)
 
 
+# NumPy's add/multiply/maximum/minimum of two bools are logical or/and (manifest: on_bools).
 _BOOL_ARITH = {n: o["on_bools"] for n, o in manifest.OPS.items() if o["on_bools"]}
 
 

@@ -13,9 +13,10 @@ again, up to `policy.max_samples` of each, all of them pooled: five noisy sample
 paths 5% apart pick the slower one about as often as the faster (the corpus's ar2_filter
 was judged compiled at 0.89x of plain that way). Each of those calls is a real call
 whose result the caller gets: the two paths never run on the same call, since the plain
-function may mutate its arguments or globals. What is timed is the whole call of the top-level function, its
-resumes after graph breaks included, since that is what the user pays; a compiled call
-that translated or compiled a resume segment of its own is not a sample.
+function may mutate its arguments or globals. What is timed is the whole call of the
+top-level function, its resumes after graph breaks included, since that is what the user
+pays; a compiled call that translated or compiled a resume segment of its own is not a
+sample.
 - Compiled wins: `entry.judge` becomes None, and the hit path is what it was before
   judging (captured.py checks that one attribute per call).
 - Plain wins: the entry calls the plain function; after `recheck_calls` calls or

@@ -151,8 +151,9 @@ DYNEXPR_VECTORIZE void row_update(T* DYNEXPR_RESTRICT c, index_t sc, const T* DY
 /// for them is a plain triple loop (Note [matmul without Eigen in units]).
 template <class T>
 void loop_product(const View<const T>& a, const View<const T>& b, const View<T>& c, T alpha, T beta) {
-  // wrap-around multiply-adds without signed overflow
-  using W = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>, std::type_identity<T>>::type;
+  // integers: wrap-around multiply-adds without signed overflow
+  using W = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
+                                        std::type_identity<T>>::type;
   const index_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
   if (c.size() == 0) return;
   if (beta == T(0)) dynexpr::assign(c, scalar<T>(T(0)));
@@ -168,7 +169,8 @@ void loop_product(const View<const T>& a, const View<const T>& b, const View<T>&
       for (index_t kk = 0; kk < k; ++kk) {
         const W s = W(wa * W(a.data()[r * sa0 + kk * sa1]));
         // A zero row term is skipped for integers only: 0 * inf and 0 * nan are nan.
-        if (std::is_floating_point_v<T> || s != W(0)) row_update<W>(cw + r * sc0, sc1, bw + kk * sb0, sb1, s, n);
+        if (std::is_floating_point_v<T> || s != W(0))
+          row_update<W>(cw + r * sc0, sc1, bw + kk * sb0, sb1, s, n);
       }
   });
 }
