@@ -170,6 +170,27 @@ def load_artifacts(path: str) -> str:
     return bundle.load(path)
 
 
+def export(fn: Callable, *args: Any, dynamic_shapes: Any = None, name: str | None = None,
+           **kwargs: Any):
+    """fn exported for the example call fn(*args, **kwargs) as standalone C++, like
+    torch.export + AOTInductor: returns a dynexpr.artifacts.export.Exported whose
+    `.add(*more_args, dynamic_shapes=...)` adds specialisations and `.save(dir)` writes
+    NAME.hpp and libNAME.so (entry point NAME::run, guards checked in C++; no Python at
+    run time). dynamic_shapes: {param: {axis: dynexpr.Dim(name, min=, max=)}}. A graph
+    break is an ExportError listing the breaks."""
+    from .artifacts import export as _export
+
+    return _export.export(fn, *args, dynamic_shapes=dynamic_shapes, name=name, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Dim", "ExportError", "Exported"):  # without importing export.py at start
+        from .artifacts import export as _export
+
+        return getattr(_export, name)
+    raise AttributeError(f"module 'dynexpr' has no attribute {name!r}")
+
+
 if _os.environ.get("DYNEXPR_ARTIFACTS"):
     from .artifacts import bundle as _bundle
 
@@ -192,4 +213,7 @@ __all__ = [
     "Guard",
     "logs",
     "load_artifacts",
+    "export",
+    "Dim",
+    "ExportError",
 ]
