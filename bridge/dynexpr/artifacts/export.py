@@ -298,6 +298,17 @@ def _from_translation(fn, bound: list, names: tuple, tr) -> Specialisation:
             "exported function takes arrays, numbers (int, float, bool) and None as its "
             "arguments. Pass the values it needs as such, or wrap it in a function that does")
 
+    inputs = []
+    for s in tr.input_sources:
+        if s[0] == "arg" and type(bound[s[1]]) is np.ndarray:
+            inputs.append(("arg", s[1]))
+        elif s[0] == "as0d" and s[1][0] == "arg":
+            inputs.append(("scalar", s[1][1], np.dtype(s[2]).name))
+        else:
+            raise ExportError(
+                f"dynexpr.export: {qual} reads the array {format_source(s, names)}, which is "
+                "not one of its arguments; an exported function has no Python objects to "
+                "read it from. Pass it as an argument")
     for g in tr.guards:
         _guard_checks(g, names, checks, assumed, fixed, refuse)
     for i, v in enumerate(bound):
@@ -310,17 +321,6 @@ def _from_translation(fn, bound: list, names: tuple, tr) -> Specialisation:
 
     p = runtime.plan(tr.graph)
     conv = p.conv
-    inputs = []
-    for s in tr.input_sources:
-        if s[0] == "arg" and type(bound[s[1]]) is np.ndarray:
-            inputs.append(("arg", s[1]))
-        elif s[0] == "as0d" and s[1][0] == "arg":
-            inputs.append(("scalar", s[1][1], np.dtype(s[2]).name))
-        else:
-            raise ExportError(
-                f"dynexpr.export: {qual} reads the array {format_source(s, names)}, which is "
-                "not one of its arguments; an exported function has no Python objects to "
-                "read it from. Pass it as an argument")
     written = [bool(w) for _, _, w in conv["inputs"]]
     outputs = [(code, [d if isinstance(d, int) else (int(d[0]), int(d[1])) for d in dims])
                for code, dims in conv["outputs"]]
