@@ -13,6 +13,9 @@
 #   5. Python      : venv .venv/ (CPython 3.11), .venv-3.12/ and .venv-3.13/, NumPy 2.x from PyPI,
 #                    `pip install .` of this checkout, then pytest tests/python on each
 #                    (kernels compile into build-kernel-cache/, shared by both runs).
+#   6. export      : examples/cpp/export_example.py exports a NumPy function as C++
+#                    (dynexpr.export); build/ is reconfigured with -Dexported and
+#                    examples/cpp/use_exported is built and run against NumPy's results.
 # Exits non-zero on any failure; the last line is "N passed, N failed" (meson tests of
 # both configurations, the consumer checks and the pytest cases; a Python version that is
 # not on the machine is reported as skipped, never as passed).
@@ -320,6 +323,23 @@ done
 if ((${#PY_SKIPPED[@]})); then
   echo "run_all: Python versions not tested (not installed): ${PY_SKIPPED[*]}" >&2
 fi
+
+# ---------------------------------------------------------------------------------------
+# 6. A NumPy function exported as standalone C++ (dynexpr.export, in .venv/), then
+#    examples/cpp/use_exported built by Meson in build/ against it and run: it checks the
+#    library's results against NumPy's.
+# ---------------------------------------------------------------------------------------
+STAGE="exported example"
+log "export: examples/cpp/export_example.py, then build/examples/cpp/use_exported"
+EXPORTED=$ROOT/build/exported
+exported_example() {
+  rm -rf "$EXPORTED" &&
+    .venv/bin/python examples/cpp/export_example.py "$EXPORTED" &&
+    meson setup --reconfigure build -Dexported="$EXPORTED" >/dev/null &&
+    meson compile -C build examples/cpp/use_exported &&
+    build/examples/cpp/use_exported "$EXPORTED"
+}
+check "exported C++ example (use_exported)" exported_example
 
 STAGE="done"
 log "finished"

@@ -24,8 +24,8 @@
 #define DYNEXPR_EXPORTED_HPP
 
 #include <cstddef>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -39,16 +39,29 @@ namespace dynexpr {
 namespace exported {
 
 /// The element types, with the codes of kernels/abi.h's dx_dtype_code.
-enum class dtype : std::int32_t { bool_ = 0, uint8 = 1, int32 = 2, int64 = 3, float32 = 4, float64 = 5 };
+enum class dtype : std::int32_t {
+  bool_ = 0,
+  uint8 = 1,
+  int32 = 2,
+  int64 = 3,
+  float32 = 4,
+  float64 = 5
+};
 
 inline const char* dtype_name(dtype d) {
   switch (d) {
-    case dtype::bool_: return "bool";
-    case dtype::uint8: return "uint8";
-    case dtype::int32: return "int32";
-    case dtype::int64: return "int64";
-    case dtype::float32: return "float32";
-    case dtype::float64: return "float64";
+    case dtype::bool_:
+      return "bool";
+    case dtype::uint8:
+      return "uint8";
+    case dtype::int32:
+      return "int32";
+    case dtype::int64:
+      return "int64";
+    case dtype::float32:
+      return "float32";
+    case dtype::float64:
+      return "float64";
   }
   return "an unknown dtype";
 }
@@ -56,11 +69,14 @@ inline const char* dtype_name(dtype d) {
 inline std::size_t itemsize(dtype d) {
   switch (d) {
     case dtype::bool_:
-    case dtype::uint8: return 1;
+    case dtype::uint8:
+      return 1;
     case dtype::int32:
-    case dtype::float32: return 4;
+    case dtype::float32:
+      return 4;
     case dtype::int64:
-    case dtype::float64: return 8;
+    case dtype::float64:
+      return 8;
   }
   return 0;
 }
@@ -68,16 +84,23 @@ inline std::size_t itemsize(dtype d) {
 template <class T>
 constexpr dtype dtype_of() {
   using U = std::remove_cv_t<T>;
-  static_assert(std::is_same_v<U, bool> || std::is_same_v<U, std::uint8_t> ||
-                    std::is_same_v<U, std::int32_t> || std::is_same_v<U, std::int64_t> ||
-                    std::is_same_v<U, float> || std::is_same_v<U, double>,
-                "dynexpr::exported: element types are bool, uint8_t, int32_t, int64_t, float, double");
-  if constexpr (std::is_same_v<U, bool>) return dtype::bool_;
-  else if constexpr (std::is_same_v<U, std::uint8_t>) return dtype::uint8;
-  else if constexpr (std::is_same_v<U, std::int32_t>) return dtype::int32;
-  else if constexpr (std::is_same_v<U, std::int64_t>) return dtype::int64;
-  else if constexpr (std::is_same_v<U, float>) return dtype::float32;
-  else return dtype::float64;
+  static_assert(
+      std::is_same_v<U, bool> || std::is_same_v<U, std::uint8_t> ||
+          std::is_same_v<U, std::int32_t> || std::is_same_v<U, std::int64_t> ||
+          std::is_same_v<U, float> || std::is_same_v<U, double>,
+      "dynexpr::exported: element types are bool, uint8_t, int32_t, int64_t, float, double");
+  if constexpr (std::is_same_v<U, bool>)
+    return dtype::bool_;
+  else if constexpr (std::is_same_v<U, std::uint8_t>)
+    return dtype::uint8;
+  else if constexpr (std::is_same_v<U, std::int32_t>)
+    return dtype::int32;
+  else if constexpr (std::is_same_v<U, std::int64_t>)
+    return dtype::int64;
+  else if constexpr (std::is_same_v<U, float>)
+    return dtype::float32;
+  else
+    return dtype::float64;
 }
 
 /// What `try_run` returns and `error::code` holds. 1-5 are the kernels' own (as Python's
@@ -106,8 +129,11 @@ class Array {
   /// A view of `data` with `shape`; C-contiguous when `strides` is empty.
   template <class T>
   Array(T* data, std::vector<std::int64_t> shape, std::vector<std::int64_t> strides = {})
-      : data_(const_cast<std::remove_cv_t<T>*>(data)), dtype_(dtype_of<T>()),
-        shape_(std::move(shape)), strides_(std::move(strides)), readonly_(std::is_const_v<T>) {
+      : data_(const_cast<std::remove_cv_t<T>*>(data)),
+        dtype_(dtype_of<T>()),
+        shape_(std::move(shape)),
+        strides_(std::move(strides)),
+        readonly_(std::is_const_v<T>) {
     if (strides_.empty()) strides_ = contiguous_strides(shape_);
     check();
   }
@@ -144,7 +170,8 @@ class Array {
     for (std::int64_t k = 0; k < n; ++k) {
       std::int64_t off = 0;
       for (std::size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides_[d];
-      std::memcpy(dst + k * static_cast<std::int64_t>(w), static_cast<const char*>(data_) + off * static_cast<std::int64_t>(w), w);
+      std::memcpy(dst + k * static_cast<std::int64_t>(w),
+                  static_cast<const char*>(data_) + off * static_cast<std::int64_t>(w), w);
       for (std::size_t d = idx.size(); d-- > 0;) {
         if (++idx[d] < shape_[d]) break;
         idx[d] = 0;
@@ -203,7 +230,8 @@ class Array {
   /// "float32[1000, 3]" (and " strided" when not C-contiguous).
   std::string describe() const {
     std::string s = std::string(dtype_name(dtype_)) + "[";
-    for (std::size_t d = 0; d < shape_.size(); ++d) s += (d ? ", " : "") + std::to_string(shape_[d]);
+    for (std::size_t d = 0; d < shape_.size(); ++d)
+      s += (d ? ", " : "") + std::to_string(shape_[d]);
     return s + "]" + (c_contiguous() ? "" : " strided");
   }
 
@@ -246,8 +274,9 @@ class Arg {
   enum kind_t { array, boolean, integer, floating, none };
 
   Arg(const Array& a) : kind_(array), array_(a) {}
-  template <class V, class = std::enable_if_t<!std::is_same_v<std::decay_t<V>, Array> &&
-                                              !std::is_same_v<std::decay_t<V>, Arg>>,
+  template <class V,
+            class = std::enable_if_t<!std::is_same_v<std::decay_t<V>, Array> &&
+                                     !std::is_same_v<std::decay_t<V>, Arg>>,
             class = decltype(std::declval<V&>().strides().begin())>
   Arg(V& v) : Arg(Array(v)) {}
   Arg(bool b) : kind_(boolean), i_(b) {}
@@ -264,15 +293,20 @@ class Arg {
   /// "float32[1000]", "2.5", "3", "true", "None".
   std::string describe() const {
     switch (kind_) {
-      case array: return array_.describe();
-      case boolean: return i_ ? "True" : "False";
-      case integer: return std::to_string(i_);
+      case array:
+        return array_.describe();
+      case boolean:
+        return i_ ? "True" : "False";
+      case integer:
+        return std::to_string(i_);
       case floating: {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.17g", f_);
-        return buf;
+        std::string s = buf;  // "1.0", not "1": an integer argument differs
+        return s.find_first_of(".eni") == std::string::npos ? s + ".0" : s;
       }
-      case none: return "None";
+      case none:
+        return "None";
     }
     return "?";
   }

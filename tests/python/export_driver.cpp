@@ -73,12 +73,24 @@ int main(int argc, char** argv) {
       const dxe::dtype t = parse_dtype(dt);
       char* base = reinterpret_cast<char*>(buffers[file].get()) + offset * dxe::itemsize(t);
       switch (t) {
-        case dxe::dtype::bool_: args.emplace_back(dxe::Array(reinterpret_cast<bool*>(base), shape, strides)); break;
-        case dxe::dtype::uint8: args.emplace_back(dxe::Array(reinterpret_cast<std::uint8_t*>(base), shape, strides)); break;
-        case dxe::dtype::int32: args.emplace_back(dxe::Array(reinterpret_cast<std::int32_t*>(base), shape, strides)); break;
-        case dxe::dtype::int64: args.emplace_back(dxe::Array(reinterpret_cast<std::int64_t*>(base), shape, strides)); break;
-        case dxe::dtype::float32: args.emplace_back(dxe::Array(reinterpret_cast<float*>(base), shape, strides)); break;
-        case dxe::dtype::float64: args.emplace_back(dxe::Array(reinterpret_cast<double*>(base), shape, strides)); break;
+        case dxe::dtype::bool_:
+          args.emplace_back(dxe::Array(reinterpret_cast<bool*>(base), shape, strides));
+          break;
+        case dxe::dtype::uint8:
+          args.emplace_back(dxe::Array(reinterpret_cast<std::uint8_t*>(base), shape, strides));
+          break;
+        case dxe::dtype::int32:
+          args.emplace_back(dxe::Array(reinterpret_cast<std::int32_t*>(base), shape, strides));
+          break;
+        case dxe::dtype::int64:
+          args.emplace_back(dxe::Array(reinterpret_cast<std::int64_t*>(base), shape, strides));
+          break;
+        case dxe::dtype::float32:
+          args.emplace_back(dxe::Array(reinterpret_cast<float*>(base), shape, strides));
+          break;
+        case dxe::dtype::float64:
+          args.emplace_back(dxe::Array(reinterpret_cast<double*>(base), shape, strides));
+          break;
       }
     } else if (kind == "float") {
       double v;
@@ -114,7 +126,8 @@ int main(int argc, char** argv) {
       res << "\n";
       std::ofstream o(outdir + "/result_" + std::to_string(k) + ".bin", std::ios::binary);
       o.write(static_cast<const char*>(c.data()),
-              static_cast<std::streamsize>(c.size() * static_cast<std::int64_t>(dxe::itemsize(c.type()))));
+              static_cast<std::streamsize>(c.size() *
+                                           static_cast<std::int64_t>(dxe::itemsize(c.type()))));
     }
   }
   for (auto& [file, buf] : buffers) {

@@ -71,7 +71,7 @@ def driver(export_dir: Path, name: str, cxx: str = "g++"):
             out.mkdir()
             proc = subprocess.run([str(exe), str(d / "args.txt"), str(out)],
                                   capture_output=True, text=True,
-                                  env=dict(os.environ, **(env or {})))
+                                  env=dict(os.environ, **(env or {})), check=False)
             if proc.returncode != 0:
                 raise RuntimeError(f"export driver failed ({proc.returncode}): {proc.stderr}")
             text = (out / "results.txt").read_text().splitlines()

@@ -4,10 +4,9 @@ on the same inputs (values, dtype, shape); guards that refuse a call say why."""
 
 from __future__ import annotations
 
+import dynexpr
 import numpy as np
 import pytest
-
-import dynexpr
 from dynexpr.artifacts.export import ExportError
 from exported_cpp import CppError, driver
 
