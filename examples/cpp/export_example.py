@@ -14,9 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import dynexpr
+import numpy as np
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
