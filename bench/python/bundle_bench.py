@@ -142,10 +142,9 @@ def main() -> None:
         warm = run_first(work, "-", dict(env, DYNEXPR_ISA=opts.isa))
 
         sys.path.insert(0, str(work))
-        import bmod  # noqa: E402  (written above)
-        import numpy as np
-
+        import bmod
         import dynexpr
+        import numpy as np
 
         x = np.ones(4096, np.float32)
         ex = dynexpr.export(bmod.gelu, x, dynamic_shapes={"x": {0: dynexpr.Dim("n")}},
