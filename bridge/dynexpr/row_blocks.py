@@ -35,8 +35,9 @@ class Run:
     shared_tmps: list[Buffer] = field(default_factory=list)
 
 
-def runs(s: Schedule) -> list[Run]:
-    """The runs of two or more consecutive kernels of `s` that qualify, in order."""
+def runs(s: Schedule, cache_sized: bool = True) -> list[Run]:
+    """The runs of two or more consecutive kernels of `s` that qualify, in order;
+    cache_sized: only those whose data a CPU cache blocks well (_may_block)."""
     found: list[Run] = []
     k = 0
     while k < len(s.kernels):
@@ -50,7 +51,7 @@ def runs(s: Schedule) -> list[Run]:
                 end += 1
         reads = _row_reads(s, s.kernels[k:end + 1], rows) if end > k else None
         run = None if reads is None else _run(s, k, end, rows, reads)
-        if run is not None and _may_block(run.widest):
+        if run is not None and (not cache_sized or _may_block(run.widest)):
             found.append(run)
             k = end + 1
         else:

@@ -391,6 +391,71 @@ def test_dynamic_extents_are_kernel_parameters():
             == b"\x7fELF"
 
 
+# ------------------------------------------------------------------ row kernels
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _layernorm(x, g, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * g + b
+
+
+def _logsumexp_and_rms(x):
+    m = x.max(axis=(1, 2), keepdims=True)
+    lse = np.log(np.exp(x - m).sum(axis=(1, 2), keepdims=True)) + m
+    return lse, x / np.sqrt((x * x).mean(axis=(1, 2), keepdims=True) + 1e-6)
+
+
+def _row_units(f, args):
+    from dynexpr.capture.translate import translate
+
+    tr = translate(f, list(args), None, False)
+    return cuda_codegen.generate(schedule(tr.graph), {0})
+
+
+@pytest.mark.parametrize("f,args", [
+    (_softmax, ((37, 300), "float32")),
+    (_layernorm, ((5, 1000), "float64")),
+    (_logsumexp_and_rms, ((6, 4, 70), "float32")),
+])
+def test_row_normalisations_are_one_kernel_per_row(f, args):
+    """Note [cuda row kernels]: softmax, layernorm (with var), logsumexp and an RMS norm
+    over two axes are each one launch, a block per row; the temporaries read only inside
+    the row (exp(x - max)) are recomputed, not stored; results match NumPy emulated, for
+    rows shorter and longer than a block, and NVRTC compiles the kernel."""
+    rng = np.random.default_rng(11)
+    shape, dtype = args
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    extra = [rng.standard_normal(shape[-1:]).astype(dtype) for _ in range(2)] \
+        if f is _layernorm else []
+    unit = _row_units(f, [x, *extra])
+    assert len(unit.launches) == 1, [la.kernel for la in unit.launches]
+    assert "DXCU_SHARED" in unit.source and "row += gridDim.x" in unit.source
+    assert not any(name.startswith("t") for name in unit.arrays), "a row temporary was stored"
+    got = _emulated(f)(x, *extra)
+    assert_same(f(x, *extra), got, f.__name__,
+                {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-13)})
+    if nvrtc.available() is None:
+        for arch in ARCHS:
+            assert nvrtc._compile_one(unit.source, arch, nvrtc.FLAGS, "cubin",
+                                      f.__name__)[:4] == b"\x7fELF"
+
+
+def test_row_kernel_with_dynamic_rows_and_a_strided_input():
+    """Rows as a dynamic extent (the grid is computed per call) and a transposed input
+    read through its strides."""
+    captured = dynexpr.capture(_softmax, backend=CudaEmulationBackend(strict=True),
+                               dynamic=True)
+    rng = np.random.default_rng(12)
+    for rows in (2, 9, 300):
+        x = rng.standard_normal((rows, 40))
+        assert_same(_softmax(x), captured(x), f"{rows} rows")
+    xt = rng.standard_normal((40, 17)).T  # (17, 40), not C-contiguous
+    assert_same(_softmax(xt), _emulated(_softmax)(xt), "strided")
+
+
 # ------------------------------------------------------------ the scientific corpus
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scientific"))
 from sci_registry import all_cases, assert_close

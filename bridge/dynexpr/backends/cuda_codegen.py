@@ -28,6 +28,8 @@ Note [cuda kernels]
 - A store into an array the same kernel also reads at another address (x[1:] = x[:-1],
   a mutated argument read transposed) is a race on a GPU: it goes through a workspace
   copy (two kernels).
+- A run of kernels in which rows never mix (softmax, layernorm, logsumexp) is one
+  kernel, a block per row (Note [cuda row kernels] in cuda_rows.py).
 Not generated yet (NotImplementedError naming it): matmul, loops.
 argmin/argmax take one block per output element (no grid split yet).
 
@@ -56,6 +58,7 @@ from .cuda_index import (
 )
 from .cuda_prelude import prelude
 from .cuda_reduce import Reductions
+from .cuda_rows import Rows
 
 MAX_GRID = 8192
 
@@ -95,7 +98,7 @@ def generate(s: Schedule, contiguous=frozenset()) -> CudaUnit:
     return _Unit(s, frozenset(contiguous)).render()
 
 
-class _Unit(Reductions):
+class _Unit(Reductions, Rows):
     def __init__(self, s: Schedule, contiguous: frozenset):
         self.s = s
         self.arrays: dict[str, Array] = {}
@@ -115,6 +118,10 @@ class _Unit(Reductions):
                   + [0]) + MAX_GRID * BLOCK
         # 64-bit when a size needs it, or is not known before the call
         self.I = "int" if big < 2 ** 31 and not self.dims else "long long"
+        # Note [cuda row kernels]: while a row kernel is rendered, the values recomputed
+        # where read (not stored) and the reductions read from __shared__ scalars
+        self.inline: set[int] = set()
+        self.row_scalars: dict[int, str] = {}
 
     def array_of(self, b: Buffer) -> Array:
         name = {"in": "x", "out": "o", "tmp": "t"}[b.kind] + str(b.index)
@@ -130,7 +137,15 @@ class _Unit(Reductions):
 
     # ----------------------------------------------------------------------- render
     def render(self) -> CudaUnit:
+        rows = self.row_runs()  # Note [cuda row kernels]
+        skip = -1
         for n, k in enumerate(self.s.kernels):
+            if n <= skip:
+                continue
+            if n in rows:
+                self.row_kernel(rows[n])
+                skip = rows[n].last
+                continue
             if k.kind in ("matmul", "loop", "loop_out"):
                 raise NotImplementedError(f"dynexpr cuda codegen: {k.kind} is not generated "
                                           "for CUDA yet")
@@ -284,7 +299,10 @@ class _Kernel:
     def value(self, v: ir.Value, idx: list[str], as_leaf: bool = False) -> str:
         """A C expression of v's element at multi-index idx (of v's shape); as_leaf:
         v itself is being materialised, so its own storage is not read."""
-        st = None if as_leaf else self.u.s.storage.get(v.id)
+        row = self.u.row_scalars.get(v.id)
+        if row is not None:  # Note [cuda row kernels]
+            return row
+        st = None if as_leaf or v.id in self.u.inline else self.u.s.storage.get(v.id)
         if v.op == "input" and v.attr("workspace"):
             a = self.u.arrays[v.attr("workspace")]
             return f"{a.name}[{self.address(a, idx)}]"
@@ -302,7 +320,9 @@ class _Kernel:
         return self._lazy(v, idx)
 
     def _is_lazy(self, u: ir.Value) -> bool:
-        return (not isinstance(self.u.s.storage.get(u.id), Buffer)
+        if u.id in self.u.row_scalars:
+            return False
+        return ((u.id in self.u.inline or not isinstance(self.u.s.storage.get(u.id), Buffer))
                 and u.op not in ("input", "const", "full") and u.op not in ir.VIEWS)
 
     def _lazy(self, v: ir.Value, idx: list[str]) -> str:
