@@ -44,12 +44,11 @@ from .. import codegen, ir
 from ..schedule import Buffer, Schedule
 from .cuda_index import (
     BLOCK,
-    Array,
     CT,
+    Array,
     broadcast_index,
     c_strides,
     eval_extent,
-    ext,
     getitem_map,
     prod,
     static,
