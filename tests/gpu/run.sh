@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device checks of the cuda backend, on a machine with an NVIDIA GPU, its driver,
 # the CUDA toolkit (NVRTC) and CuPy: the tests in this folder (they skip, saying why, on
-# a machine without them). bench/python/run_gpu.py (issue 14, item 6) is not written yet.
+# a machine without them), then bench/python/run_gpu.py --quick (the peer table on the GPU).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
@@ -16,3 +16,4 @@ timeout 120 build-gpu/test_cuda_cpp
 timeout 300 "$NVCC" "${NVFLAGS[@]}" examples/cuda/quickstart.cu -o build-gpu/quickstart_cuda
 timeout 60 build-gpu/quickstart_cuda
 timeout 480 "$PY" -m pytest tests/gpu -q -rs -p no:cacheprovider "$@"
+timeout 420 "$PY" bench/python/run_gpu.py --quick --json build-gpu/run_gpu.json

@@ -456,6 +456,22 @@ def test_row_kernel_with_dynamic_rows_and_a_strided_input():
     assert_same(_softmax(xt), _emulated(_softmax)(xt), "strided")
 
 
+def test_run_gpu_plans_here_and_says_why_it_cannot_run():
+    """bench/python/run_gpu.py (tests/gpu/run.sh runs it on a GPU): its plan prints on any
+    machine; without a device it exits 2 naming what is missing, and runs nothing."""
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "python",
+                          "run_gpu.py")
+    plan = subprocess.run([sys.executable, script, "--list", "--quick"], capture_output=True,
+                          text=True, check=True).stdout
+    assert "softmax_rows" in plan and "cupy_fuse" in plan and "torch_compile" in plan
+    from dynexpr.backends import cuda_driver
+    if nvrtc.available() is None and cuda_driver.available() is None:
+        pytest.skip("a CUDA driver is present: tests/gpu/run.sh runs the benchmark")
+    proc = subprocess.run([sys.executable, script, "--quick"], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 2 and "cannot run here" in proc.stderr
+
+
 # ------------------------------------------------------------ the scientific corpus
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "scientific"))
 from sci_registry import all_cases, assert_close
