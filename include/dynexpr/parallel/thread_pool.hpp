@@ -33,7 +33,7 @@
 #include "dynexpr/core/error.hpp"
 
 #ifndef DYNEXPR_DEFAULT_SPIN_US
-#define DYNEXPR_DEFAULT_SPIN_US 30
+#define DYNEXPR_DEFAULT_SPIN_US 2000
 #endif
 
 // Note [runtime library]
@@ -176,7 +176,13 @@ inline std::atomic<bool> pool_gone{false};
 // chunks itself (bench/pool_handoff.cpp measures a kernel after a 10 ms pause against
 // back to back). A longer spin keeps them awake across Python's work between kernels at
 // the price of a core that polls (and yields) while nothing runs. DYNEXPR_SPIN_US or
-// dynexpr.config.spin_us set it; default_spin_time is the measured middle ground.
+// dynexpr.config.spin_us set it. The default, 2 ms, is of the order of OpenMP's (libgomp
+// spins ~300k pause loops; Intel's KMP_BLOCKTIME is 200 ms), which the peers' threads use:
+// with 30 us, a Python caller's few tens of microseconds between two kernels put the workers
+// to sleep, and on this 2-core VM a ~1 ms row kernel then ran at one thread's speed
+// (run_peers.py, 1M float32: softmax_rows 1.32 ms -> 0.78 ms, layernorm_rows 0.99 -> 0.53,
+// gelu 0.75 -> 0.41 with 2 ms). A pause longer than the spin still pays the wake-up
+// (bench/python/pause_bench.py).
 
 inline void cpu_relax() noexcept {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
