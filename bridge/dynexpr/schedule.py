@@ -49,6 +49,16 @@ MAX_FUSED_DEPTH = 16
 # loop variable: Note [loop-derived scalars], capture/affine.py) is materialised, and its
 # users read it as a scalar (codegen.operand), as they read a constant: fused, the
 # expression template would evaluate sin once per element of the array, every trip.
+
+# Note [broadcast values are computed once]
+# The same holds for a pointwise value that an expression reads broadcast along an axis
+# it does not have: layernorm's 1 / sqrt(var + eps), of shape (R, 1), fused into
+# (x - mean) / sqrt(var + eps) of shape (R, C), took a square root and a division per
+# element, C times each row's one (42% of layernorm_rows on 1M float32). Computing it into
+# a buffer of its own shape first costs a small kernel and a small temporary; it is done
+# when the reader has at least BROADCAST_RATIO times its elements (or an extent unknown
+# until the call), and not for a cast, which costs no more than the read it replaces.
+BROADCAST_RATIO = 8
 LEAF_OPS = ("input", "const", "full")
 
 
@@ -244,6 +254,8 @@ def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
             # Note [0-d values are computed once]: fused into an array expression, a 0-d
             # value (np.sin(w * t) of a loop-derived t) would be recomputed per element.
             mat.add(v.id)
+        elif v.op != "astype" and any(_broadcast_into(v, u) for u in users[v.id]):
+            mat.add(v.id)  # Note [broadcast values are computed once]
         else:
             d = 1 + max((depth.get(a.id, 0) for a in v.args), default=0)
             if d >= MAX_FUSED_DEPTH:  # Note [fused depth]
@@ -251,6 +263,22 @@ def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
             else:
                 depth[v.id] = d
     return mat
+
+
+def _broadcast_into(v: ir.Value, u: ir.Value) -> bool:
+    """Whether u reads v broadcast over at least BROADCAST_RATIO times v's elements."""
+    if u.op in ir.REDUCTIONS or u.ndim == 0 or tuple(v.shape) == tuple(u.shape):
+        return False
+    small, big = 1, 1
+    for d in v.shape:
+        if not isinstance(d, int):
+            return False  # a dynamic extent of v: as large as u's, for all we know
+        small *= d
+    for d in u.shape:
+        if not isinstance(d, int):
+            return True  # u has an extent v lacks, unknown until the call
+        big *= d
+    return big >= BROADCAST_RATIO * max(small, 1)
 
 
 def _kind(v: ir.Value) -> str:

@@ -86,13 +86,17 @@ struct view_evaluator {
     for (int k = 0; k + 1 < nd_; ++k) p += idx[k] * stride_[k];
     row_ = p;
   }
-  bool unit() const { return inner_ == 1 || len_ == 1; }
+  // A leaf broadcast along the row (inner stride 0: a keepdims row statistic read by the
+  // row's elements, x - mean(x, 1, true)) is a splat in the unit loop, not a reason to
+  // leave it: the lean loop of generated units would go lane by lane (Note [lean units]).
+  bool unit() const { return inner_ == 1 || inner_ == 0 || len_ == 1; }
   T at(index_t j) const { return static_cast<T>(row_[j * inner_]); }
 
   template <mode M, class DL>
   DYNEXPR_INLINE auto load(DL dl, index_t j) const {
     const hn::Rebind<S, DL> d;
     if constexpr (M == mode::unit) {
+      if (inner_ == 0) return hn::Set(d, *row_);
       return hn::LoadU(d, row_ + j);
     } else {
       const index_t lanes = static_cast<index_t>(hn::Lanes(d));
