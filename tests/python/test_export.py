@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from dynexpr.artifacts.export import ExportError
 from exported_cpp import CppError, driver
+from test_loop_scalar import lorenz as loop_scalar_lorenz
 
 rng = np.random.default_rng(7)
 
@@ -28,18 +29,9 @@ def heat_step(u, alpha):
 
 
 def lorenz(steps, dt):
-    """A 500-step recurrence in float64 scalars, written as a scientist writes it."""
-    out = np.empty((steps, 3))
-    x, y, z = np.float64(1.0), np.float64(1.0), np.float64(1.0)
-    for i in range(steps):
-        dx = 10.0 * (y - x)
-        dy = x * (28.0 - z) - y
-        dz = x * y - 8.0 / 3.0 * z
-        x, y, z = x + dt * dx, y + dt * dy, z + dt * dz
-        out[i, 0] = x
-        out[i, 1] = y
-        out[i, 2] = z
-    return out
+    """test_loop_scalar's 500-step recurrence in float64 scalars, from (1, 1, 1)."""
+    one = np.float64(1.0)
+    return loop_scalar_lorenz((one, one, one), dt, steps)
 
 
 def dense_gelu(x, w, b):
