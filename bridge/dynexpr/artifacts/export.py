@@ -58,8 +58,18 @@ _DXE_DTYPE = {"bool": "bool_", "uint8": "uint8", "int32": "int32", "int64": "int
 _KIND = {bool: "boolean", int: "integer", float: "floating", type(None): "none",
          np.ndarray: "array"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_CXX_KEYWORDS = frozenset(
-    ["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "std", "dynexpr"])
+# C++ keywords, and the names the generated library itself declares at namespace scope
+_CXX_KEYWORDS = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
+    char16_t char32_t class compl concept const consteval constexpr constinit const_cast
+    continue co_await co_return co_yield decltype default delete do double dynamic_cast else
+    enum explicit export extern false float for friend goto if inline int long mutable
+    namespace new noexcept not not_eq nullptr operator or or_eq private protected public
+    register reinterpret_cast requires return short signed sizeof static static_assert
+    static_cast struct switch template this thread_local throw true try typedef typeid
+    typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+    std dynexpr hwy Eigen dx dxk dxe Args
+""".split())  # noqa: SIM905
 
 
 class ExportError(ValueError):
@@ -436,9 +446,11 @@ class Exported:
                             f"{type(fn).__name__}")
         self.fn = fn
         self.name = name or fn.__name__
-        if not _IDENT.match(self.name) or self.name in _CXX_KEYWORDS:
+        if (not _IDENT.match(self.name) or self.name in _CXX_KEYWORDS
+                or self.name.lower().startswith(("dx_", "dxe_", "dxcu", "dynexpr"))):
             raise ExportError(f"dynexpr.export: {self.name!r} is not usable as a C++ "
-                              "namespace and file name; pass name='...' (letters, digits, _)")
+                              "namespace and file name (a keyword, or a name the library "
+                              "uses); pass name='...' (letters, digits, _)")
         self.specialisations: list[Specialisation] = []
 
     def add(self, *args: Any, dynamic_shapes=None, **kwargs: Any) -> Exported:
