@@ -230,6 +230,8 @@ COLUMNS = f"{'impl':<16} {'time':>9} {'vs numpy':>9} {'GB/s':>7} {'%triad':>7} "
 def print_group(w: Workload, dtype: str, n: int, recs: list[dict], nbytes: int) -> None:
     print(f"\n## {w.name} {dtype} n={fmt_size(n)} ({nbytes / 1e6:.3g} MB moved): {w.formula}")
     print(COLUMNS)
+    ok = [r for r in recs if r["status"] == "ok" and r["seconds"]]
+    fastest = min(ok, key=lambda r: r["seconds"])["impl"] if ok else None
     for r in recs:
         if r["seconds"] is None:
             what = r["status"].upper() if r["status"] in ("error", "WRONG") else r["status"]
@@ -238,7 +240,24 @@ def print_group(w: Workload, dtype: str, n: int, recs: list[dict], nbytes: int) 
         flag = "WRONG " if r["status"] == "WRONG" else ""
         print(f"{r['impl']:<16} {fmt_time(r['seconds']):>9} {r['speedup_vs_numpy']:>8.2f}x "
               f"{r['gbps']:>7.2f} {r['triad_fraction'] * 100:>6.0f}% "
-              f"{fmt_time(r['first_call_seconds']):>10}  {flag}{r['note']}")
+              f"{fmt_time(r['first_call_seconds']):>10}  {flag}{r['note']}"
+              f"{'  <- fastest' if r['impl'] == fastest else ''}")
+    verdict = _peer_verdict(ok)
+    if verdict:
+        print(verdict)
+
+
+def _peer_verdict(ok: list[dict]) -> str:
+    """Which peer is fastest in a group, against dynexpr's default call."""
+    mine = next((r for r in ok if r["impl"] == "dynexpr"), None)
+    peers = [r for r in ok if r["impl"] in PEER_IMPLS]
+    if mine is None or not peers:
+        return ""
+    best = min(peers, key=lambda r: r["seconds"])
+    ratio = best["seconds"] / mine["seconds"]
+    if ratio >= 1:
+        return f"dynexpr wins: {ratio:.2f}x the best peer ({best['impl']})"
+    return f"{best['impl']} wins: dynexpr takes {1 / ratio:.2f}x its time"
 
 
 def print_summary(records: list[dict]) -> None:
@@ -258,6 +277,21 @@ def print_summary(records: list[dict]) -> None:
             groups.setdefault((r["workload"], r["dtype"], r["n"]), {})[r["impl"]] = r["seconds"]
     ratios = [min(t[p] for p in PEER_IMPLS if p in t) / t["dynexpr"] for t in groups.values()
               if "dynexpr" in t and any(p in t for p in PEER_IMPLS)]
+    lost = []
+    for r in records:
+        if r["impl"] != "dynexpr" or r["status"] != "ok" or not r["seconds"] or r["n"] < 1 << 16:
+            continue
+        rivals = [q for q in records if q["workload"] == r["workload"]
+                  and q["dtype"] == r["dtype"] and q["n"] == r["n"] and q["impl"] in PEER_IMPLS
+                  and q["status"] == "ok" and q["seconds"]]
+        best = min(rivals, key=lambda q: q["seconds"], default=None)
+        if best is not None and best["seconds"] < r["seconds"] / 1.05:
+            lost.append(f"{r['workload']} {r['dtype']} {fmt_size(r['n'])}: {best['impl']} "
+                        f"{r['seconds'] / best['seconds']:.2f}x faster")
+    if lost:
+        print(f"\ngroups at 64K elements and up that a peer wins by more than 5% ({len(lost)}):")
+        for line in lost:
+            print(f"  {line}")
     if ratios:
         print(f"\ndynexpr over the best installed peer ({', '.join(PEER_IMPLS)}) at 1M elements "
               f"and up: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}x geometric "
