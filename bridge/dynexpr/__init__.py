@@ -48,9 +48,12 @@ def capture(
     backend    "cpu" (compiled C++ kernels), "eager" (the captured graph run op by op
                with NumPy), another name registered with dynexpr.backends.register, or
                a callable(graph, example_inputs) -> f(*inputs) -> outputs
-    mode       "default" (the parallel schedule from a heuristic) or "max-autotune" (each
+    mode       "default" (the parallel schedule from a heuristic), "max-autotune" (each
                new kernel compiles at once and times a few schedules on the first call's
-               inputs; the fastest is kept in the cache for later processes)
+               inputs; the fastest is kept in the cache for later processes), or
+               "reduce-overhead" (torch.compile's name: on the cpu backend it is the
+               default path, whose per-call cost is already a C guard check and the
+               kernel call; on cuda, CUDA graphs are not built yet; explain says so)
     dynamic    None: the first call is specialised to its shapes; a dimension seen with a
                second extent is dynamic in the recompiled entry (a third extent reuses
                it). True: every dimension of size >= 2 is dynamic from the start.

@@ -73,6 +73,8 @@ class ExplainOutput:
     # For a captured function: one line per entry judged against the plain function
     # (Note [judging an entry] in judge.py): whether it runs plain, and the times measured.
     judged: list[str] = field(default_factory=list)
+    # What the captured function's mode means on its backend (mode_note()).
+    mode: str = ""
 
     @property
     def units(self) -> list[str]:
@@ -131,10 +133,23 @@ class ExplainOutput:
         if self.recompiles:
             lines.append("Recompiles:")
             lines += recompile_lines(self.recompiles)
+        if self.mode:
+            lines.append(self.mode)
         if self.judged:
             lines.append("Compiled vs the plain function (measured on real calls):")
             lines += [f"  {line}" for line in self.judged]
         return "\n".join(lines)
+
+
+def mode_note(fn: Any) -> str:
+    """A line on what a captured function's mode="reduce-overhead" does on its backend."""
+    if getattr(fn, "mode", None) != "reduce-overhead":
+        return ""
+    if getattr(fn, "backend", "cpu") == "cuda":
+        return ("Mode reduce-overhead: CUDA graphs are not built yet on the cuda backend; "
+                "its kernels are launched one by one, as in the default mode")
+    return ("Mode reduce-overhead: on this backend it is the default path (guards checked "
+            "in C, the compiled unit called with no Python in between); nothing is replayed")
 
 
 def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
@@ -167,13 +182,13 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
         stop = e
     else:
         return ExplainOutput(1, 0, [], [tr.graph.ops()], list(tr.guards), [tr.graph], names,
-                             history, judged=judged)
+                             history, judged=judged, mode=mode_note(fn))
     if not_resumable(target.__code__) is None and not getattr(fn, "fullgraph", False):
         out = _explain_by_running(target, args, kwargs, history)  # not inside `except`
-        out.judged = judged
+        out.judged, out.mode = judged, mode_note(fn)
         return out
     return ExplainOutput(0, 1, [stop.to_reason()], [], list(stop.guards), [], names, history,
-                         judged=judged)
+                         judged=judged, mode=mode_note(fn))
 
 
 def _explain_by_running(fn: Any, args: tuple, kwargs: dict, history: list) -> ExplainOutput:

@@ -31,6 +31,22 @@ def test_capture_of_a_non_function_is_a_type_error(bad):
         dynexpr.capture(bad)
 
 
+def test_reduce_overhead_is_the_default_path_on_cpu():
+    """mode="reduce-overhead" (torch.compile's name) is accepted; on the cpu backend it
+    runs the compiled unit as the default mode does, and explain says so."""
+    x = np.linspace(-2.0, 2.0, 1000)
+    f = dynexpr.capture(lambda a: np.tanh(a) * 2.0 + a, mode="reduce-overhead")
+    for _ in range(2):
+        got = f(x)
+    want = np.tanh(x) * 2.0 + x
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    assert f.entries[0].compiled is not None
+    text = str(dynexpr.explain(f, x))
+    assert "Mode reduce-overhead: on this backend it is the default path" in text
+    assert "Mode reduce-overhead" not in str(dynexpr.explain(dynexpr.capture(double), x))
+
+
 def test_unknown_options_are_named():
     with pytest.raises(TypeError, match="unknown option.*bakend.*options are backend"):
         dynexpr.capture(double, bakend="eager")
