@@ -61,6 +61,23 @@ def reads_global(x):
     return x * W
 
 
+_rng = np.random.default_rng(3)
+W1 = _rng.standard_normal((16, 32)).astype(np.float32)  # a model's weights, as globals
+B1 = _rng.standard_normal(32).astype(np.float32)
+SCALE = np.float32(0.5)
+
+
+def mlp_layer(x):
+    """Reads its weights from globals: they are built into the exported library."""
+    h = x @ W1 + B1
+    return np.maximum(h, 0) * SCALE, W1.sum(axis=0)
+
+
+def writes_global(x):
+    W[:] = x
+    return x * 2
+
+
 def returns_view(x):
     return (x * 2).T
 
@@ -199,6 +216,32 @@ def test_a_transposed_result_comes_back_whole(tmp_path):
     _check(got, returns_view(x))
 
 
+def test_global_arrays_are_built_into_the_library(tmp_path):
+    """Note [constants in an export]: weights read from globals are baked in (their value
+    at export), listed as assumed; the argument's extent the product needs is checked
+    against the weights'; a later change of the global does not reach the library."""
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    ex = dynexpr.export(mlp_layer, x, dynamic_shapes={"x": {0: dynexpr.Dim("batch")}})
+    assert "W1 is the float32[16, 32] array it held at export (built in)" in ex.describe()
+    ex.save(tmp_path)
+    assert not list(tmp_path.glob("*.const"))
+    call = driver(tmp_path, "mlp_layer")
+    for batch in (2, 100):
+        xb = rng.standard_normal((batch, 16)).astype(np.float32)
+        got, _ = call(xb)
+        _check(got, mlp_layer(xb))
+    with pytest.raises(CppError) as e:
+        call(rng.standard_normal((4, 15)).astype(np.float32))
+    assert "x.shape[1] is 15, not 16" in e.value.message
+    kept = W1.copy()
+    try:
+        W1[:] = 0.0  # the library keeps the value it was exported with
+        got, _ = call(x)
+    finally:
+        W1[:] = kept
+    _check(got, mlp_layer(x))
+
+
 def test_aliasing_is_a_guard(tmp_path):
     a = rng.standard_normal(50)
     ex = dynexpr.export(same_or_not, a, a)  # the same array twice
@@ -216,8 +259,8 @@ def test_what_cannot_be_exported_is_an_error_that_says_why():
     with pytest.raises(ExportError) as e:
         dynexpr.export(breaks, x)
     assert "breaks the graph" in str(e.value) and ".item()" in str(e.value)
-    with pytest.raises(ExportError, match="reads the array W.*Pass it as an argument"):
-        dynexpr.export(reads_global, np.ones(3))
+    with pytest.raises(ExportError, match="writes into W.*Pass it as an argument"):
+        dynexpr.export(writes_global, np.ones(3))
     with pytest.raises(ExportError, match="cannot be dynamic"):
         dynexpr.export(heat_step, np.ones(10), 0.1, dynamic_shapes={"u": {0: True}})
     with pytest.raises(ExportError, match="steps, which is not an array"):

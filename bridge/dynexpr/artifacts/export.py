@@ -21,8 +21,16 @@ apart). A "strided" layout guard needs no predicate: its unit reads the strides 
 given, so it runs any layout. Guards on globals and closures (the `np` module, a constant)
 have no C++ counterpart: their values are built into the library, and `describe()` lists
 them as assumptions. What cannot be said of a C++ argument (an argument that is a list, a
-dict, an object) is an ExportError naming it, as is an array the graph reads from
-anywhere but an argument.
+dict, an object) is an ExportError naming it.
+
+Note [constants in an export]
+An array the graph reads from a global or a closure (a model's weights) has no Python
+object to be read from at run time, so its value at export is built into the library, as
+torch.export lifts parameters into the program: the bytes go into the library's read-only
+data (the assembler's .incbin, not C++ text, so megabytes of weights compile in no time),
+describe() lists it as assumed, a guard that it does not alias an argument holds by
+construction, and an argument's extent the graph needs equal to the constant's is
+checked against the constant's extent. A graph that writes into such an array is refused.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from .. import cxx, manifest, runtime
 from ..capture import Unsupported, translate
 from ..capture.calls import BindError, bind_call
 from ..capture.translate import translate_dynamic
-from ..guards import Guard, format_source
+from ..guards import Guard, format_source, resolve
 from ..toolchain import source_dirs, system_includes
 from . import isa
 
@@ -113,6 +121,10 @@ class Specialisation:
     source: str  # the unit's C++ ("" when the graph computes nothing)
     example: str  # the example call's arguments, as text
     dims: dict = field(default_factory=dict)  # (arg, axis) -> name of a dynamic extent
+    constants: list = field(default_factory=list)  # arrays built in (inputs ("const", k))
+
+    def inputs_const_name(self, k: int) -> str:
+        return next(src[2] for src in self.inputs if src[0] == "const" and src[1] == k)
 
     def signature(self) -> str:
         """The arguments this specialisation takes, as text."""
@@ -153,6 +165,8 @@ class Specialisation:
                 return f"{_NAMES[dt]}[{', '.join(self._dim_text(d) for d in dims)}]"
             if r[0] == "input":
                 src = self.inputs[r[1]]
+                if src[0] == "const":
+                    return f"{src[2]} (copy)"
                 return f"{self.argnames[src[1]]}" + (" (copy)" if r[2] else "")
             if r[0] == "arg":
                 return self.argnames[r[1]]
@@ -301,18 +315,31 @@ def _from_translation(fn, bound: list, names: tuple, tr) -> Specialisation:
             "arguments. Pass the values it needs as such, or wrap it in a function that does")
 
     inputs = []
+    constants: list[np.ndarray] = []
     for s in tr.input_sources:
         if s[0] == "arg" and type(bound[s[1]]) is np.ndarray:
             inputs.append(("arg", s[1]))
         elif s[0] == "as0d" and s[1][0] == "arg":
             inputs.append(("scalar", s[1][1], np.dtype(s[2]).name))
+        elif _root(s) in ("global", "closure"):
+            # Note [constants in an export]: its value now, built into the library
+            a = resolve(s, bound, fn)
+            if type(a) is not np.ndarray or a.dtype.name not in CODES or not a.dtype.isnative:
+                raise ExportError(
+                    f"dynexpr.export: {qual} reads {format_source(s, names)}, a "
+                    f"{type(a).__name__} of dtype {getattr(a, 'dtype', '?')}, which cannot be "
+                    "built into the library; pass it as an argument")
+            inputs.append(("const", len(constants), format_source(s, names)))
+            constants.append(np.ascontiguousarray(a).copy())
+            assumed.append(f"{format_source(s, names)} is the {a.dtype}{list(a.shape)} array "
+                           "it held at export (built in)")
         else:
             raise ExportError(
                 f"dynexpr.export: {qual} reads the array {format_source(s, names)}, which is "
                 "not one of its arguments; an exported function has no Python objects to "
                 "read it from. Pass it as an argument")
     for g in tr.guards:
-        _guard_checks(g, names, checks, assumed, fixed, refuse)
+        _guard_checks(g, names, checks, assumed, fixed, refuse, bound, fn)
     for i, v in enumerate(bound):
         if not any(c[0] in ("kind", "value") and c[1] == i for c in checks):
             # unread by the graph: any value is fine, but a C++ call must still pass one
@@ -324,20 +351,31 @@ def _from_translation(fn, bound: list, names: tuple, tr) -> Specialisation:
     p = runtime.plan(tr.graph)
     conv = p.conv
     written = [bool(w) for _, _, w in conv["inputs"]]
-    outputs = [(code, [d if isinstance(d, int) else (int(d[0]), int(d[1])) for d in dims])
-               for code, dims in conv["outputs"]]
-    for _, dims in outputs:
-        for d in dims:
-            if not isinstance(d, int) and inputs[d[0]][0] != "arg":
-                raise ExportError(f"dynexpr internal error: an output extent of {qual} comes "
-                                  "from a scalar input")
+    for k, src in enumerate(inputs):
+        if src[0] == "const" and written[k]:
+            raise ExportError(f"dynexpr.export: {qual} writes into {src[2]}, which is not an "
+                              "argument; an exported library's constants are read-only. Pass "
+                              "it as an argument")
+
+    def extent(d):
+        if isinstance(d, int):
+            return d
+        src = inputs[int(d[0])]
+        if src[0] == "const":  # a constant's extent is known now
+            return int(constants[src[1]].shape[int(d[1])])
+        if src[0] != "arg":
+            raise ExportError(f"dynexpr internal error: an output extent of {qual} comes "
+                              "from a scalar input")
+        return (int(d[0]), int(d[1]))
+
+    outputs = [(code, [extent(d) for d in dims]) for code, dims in conv["outputs"]]
     results = list(conv["results"])
     returns: list[tuple] = []
     _flatten(tr.template, results, inputs, bound, names, qual, returns)
     example = ", ".join(
         f"{n}={_describe(v)}" for n, v in zip(names, bound))
     return Specialisation(names, len(bound), required, checks, assumed, inputs, written,
-                          outputs, returns, p.source, example)
+                          outputs, returns, p.source, example, constants=constants)
 
 
 def _describe(v: Any) -> str:
@@ -346,16 +384,26 @@ def _describe(v: Any) -> str:
     return repr(v)
 
 
-def _guard_checks(g: Guard, names, checks, assumed, fixed, refuse) -> None:
+def _guard_checks(g: Guard, names, checks, assumed, fixed, refuse, bound, fn) -> None:
     kind, src, exp = g.kind, g.source, g.expected
     if kind in ("ALIAS", "DIM_EQ"):
         a, b = src
         i, j = _arg_of(a), _arg_of(b)
         if i is None or j is None:
-            if _root(a) in ("global", "closure") and _root(b) in ("global", "closure"):
+            outside = [x for x in (a, b) if _arg_of(x) is None]
+            if any(_root(x) not in ("global", "closure") for x in outside):
+                refuse(a if i is None else b, g.describe(names))
+            if i is None and j is None:
                 assumed.append(g.describe(names))
-                return
-            refuse(a if i is None else b, g.describe(names))
+            elif kind == "ALIAS" and exp == "disjoint":
+                pass  # a built-in constant is the library's own memory: never an argument's
+            elif kind == "DIM_EQ":  # the constant's extent is known now
+                (arg, axis), (other, oaxis) = ((i, exp[0]), (b, exp[1])) if j is None \
+                    else ((j, exp[1]), (a, exp[0]))
+                checks.append(("dim", arg, axis, int(resolve(other, bound, fn).shape[oaxis])))
+            else:
+                refuse(a if i is None else b, g.describe(names))
+            return
         if kind == "ALIAS":
             checks.append(("alias", i, j, exp))
         else:
@@ -486,7 +534,7 @@ class Exported:
         with tempfile.TemporaryDirectory(prefix=".dynexpr-export-", dir=out) as tmp:
             t = Path(tmp)
             header = _header(self)
-            source = _source(self)
+            source = _source(self, t)
             (t / f"{self.name}.hpp").write_text(header)
             (t / f"{self.name}.cpp").write_text(source)
             inc, _ = source_dirs()
@@ -495,6 +543,8 @@ class Exported:
             rt = cxx.ensure_runtime() / cxx.RUNTIME_LIB
             shutil.copyfile(rt, t / cxx.RUNTIME_LIB)
             seconds = _compile(t, self.name)
+            for f in t.glob("*.const"):  # built into the library by .incbin
+                f.unlink()
             meta = {
                 "function": f"{self.fn.__module__}:{self.fn.__qualname__}",
                 "name": self.name,
@@ -536,7 +586,8 @@ def _compile(d: Path, name: str) -> float:
     cmd += ["-I", str(inc), "-I", str(kern), "-I", str(d)]
     for s in system_includes():
         cmd += ["-isystem", s]
-    cmd += [*cxx.LINKFLAGS, f"-Wl,-soname,lib{name}.so", str(d / f"{name}.cpp"),
+    # the assembler finds the constants' files (Note [constants in an export]) here
+    cmd += [f"-Wa,-I,{d}", *cxx.LINKFLAGS, f"-Wl,-soname,lib{name}.so", str(d / f"{name}.cpp"),
             "-o", str(d / f"lib{name}.so"), str(d / cxx.RUNTIME_LIB), "-Wl,-rpath,$ORIGIN"]
     t0 = time.perf_counter()
     try:
@@ -605,7 +656,33 @@ def _header(ex: Exported) -> str:
 
 
 
-def _source(ex: Exported) -> str:
+def _constants(ex: Exported, d: Path) -> list[str]:
+    """Note [constants in an export]: each constant's bytes written to d and built into
+    the library's read-only data by the assembler (.incbin: no C++ text of the values), a
+    64-byte aligned symbol hidden inside the library, and a read-only Array over it."""
+    lines = []
+    for n, s in enumerate(ex.specialisations):
+        for k, a in enumerate(s.constants):
+            sym = f"dxe_{ex.name}_c{n}_{k}"
+            path = d / f"{sym}.const"
+            path.write_bytes(a.tobytes())
+            shape = ", ".join(str(e) for e in a.shape)
+            lines += [
+                f'__asm__(".pushsection .rodata\\n.balign 64\\n.globl {sym}\\n.hidden {sym}\\n"',
+                f'        ".type {sym}, @object\\n{sym}:\\n.incbin \\"{path.name}\\"\\n"',
+                f'        ".size {sym}, {max(a.nbytes, 0)}\\n.popsection\\n");',
+                f'extern "C" __attribute__((visibility("hidden"))) const unsigned char {sym}[];',
+                (f"static const dynexpr::exported::Array& const{n}_{k}() {{  "
+                 f"// {s.inputs_const_name(k)}"),
+                (f"  static const dynexpr::exported::Array a("
+                 f"reinterpret_cast<const {_CTYPE[a.dtype.name]}*>({sym}), {{{shape}}});"),
+                "  return a;",
+                "}",
+            ]
+    return lines
+
+
+def _source(ex: Exported, d: Path) -> str:
     includes: list[str] = []
     units: list[str] = []
     for n, s in enumerate(ex.specialisations):
@@ -638,6 +715,8 @@ def _source(ex: Exported) -> str:
         "#include <vector>",
         "",
         f'#include "{ex.name}.hpp"',
+        "",
+        *_constants(ex, d),
         "",
         "// A unit's entry point, not the ABI's exported symbols: one per specialisation.",
         "#undef DYNEXPR_UNIT",
@@ -790,6 +869,8 @@ def _run_fn(n: int, s: Specialisation) -> list[str]:
         for k, src in enumerate(s.inputs):
             if src[0] == "scalar":
                 out.append(f"  in[{k}] = host_scalar(&s{k});")
+            elif src[0] == "const":
+                out.append(f"  in[{k}] = host(const{n}_{src[1]}());")
             elif s.written[k]:
                 out.append(f"  in[{k}] = host(writable(a, {src[1]}, {_cstr(names[src[1]])}));")
             else:
@@ -813,6 +894,8 @@ def _run_fn(n: int, s: Specialisation) -> list[str]:
     for r in s.returns:
         if r[0] == "out":
             out.append(f"  r.push_back(o[{r[1]}]{'.copy()' if r[2] else ''});")
+        elif r[0] == "input" and s.inputs[r[1]][0] == "const":
+            out.append(f"  r.push_back(const{n}_{s.inputs[r[1]][1]}().copy());")
         elif r[0] in ("input", "arg"):
             arg = s.inputs[r[1]][1] if r[0] == "input" else r[1]
             copy = r[0] == "input" and r[2]
