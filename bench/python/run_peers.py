@@ -247,17 +247,25 @@ def print_group(w: Workload, dtype: str, n: int, recs: list[dict], nbytes: int) 
         print(verdict)
 
 
+def _best_peer(times: dict[str, float]) -> tuple[str, float] | None:
+    """(peer, best peer's seconds / dynexpr's) of one group's times by implementation, or
+    None when dynexpr or every peer is missing from it."""
+    peers = [p for p in PEER_IMPLS if p in times]
+    if "dynexpr" not in times or not peers:
+        return None
+    best = min(peers, key=lambda p: times[p])
+    return best, times[best] / times["dynexpr"]
+
+
 def _peer_verdict(ok: list[dict]) -> str:
     """Which peer is fastest in a group, against dynexpr's default call."""
-    mine = next((r for r in ok if r["impl"] == "dynexpr"), None)
-    peers = [r for r in ok if r["impl"] in PEER_IMPLS]
-    if mine is None or not peers:
+    found = _best_peer({r["impl"]: r["seconds"] for r in ok})
+    if found is None:
         return ""
-    best = min(peers, key=lambda r: r["seconds"])
-    ratio = best["seconds"] / mine["seconds"]
+    best, ratio = found
     if ratio >= 1:
-        return f"dynexpr wins: {ratio:.2f}x the best peer ({best['impl']})"
-    return f"{best['impl']} wins: dynexpr takes {1 / ratio:.2f}x its time"
+        return f"dynexpr wins: {ratio:.2f}x the best peer ({best})"
+    return f"{best} wins: dynexpr takes {1 / ratio:.2f}x its time"
 
 
 def print_summary(records: list[dict]) -> None:
@@ -271,23 +279,18 @@ def print_summary(records: list[dict]) -> None:
         for impl, s in by_impl.items():
             print(f"  {impl:<16} {math.exp(sum(map(math.log, s)) / len(s)):.2f}x "
                   f"over {len(s)} group(s)")
-    groups: dict[tuple, dict[str, float]] = {}
+    groups: dict[tuple, dict[str, float]] = {}  # (workload, dtype, n) -> {impl: seconds}
     for r in records:
-        if r["status"] == "ok" and r["seconds"] and r["n"] >= 1 << 20:
+        if r["status"] == "ok" and r["seconds"]:
             groups.setdefault((r["workload"], r["dtype"], r["n"]), {})[r["impl"]] = r["seconds"]
-    ratios = [min(t[p] for p in PEER_IMPLS if p in t) / t["dynexpr"] for t in groups.values()
-              if "dynexpr" in t and any(p in t for p in PEER_IMPLS)]
+    big = {k: t for k, t in groups.items() if k[2] >= 1 << 20}
+    ratios = [found[1] for found in map(_best_peer, big.values()) if found is not None]
     lost = []
-    for r in records:
-        if r["impl"] != "dynexpr" or r["status"] != "ok" or not r["seconds"] or r["n"] < 1 << 16:
-            continue
-        rivals = [q for q in records if q["workload"] == r["workload"]
-                  and q["dtype"] == r["dtype"] and q["n"] == r["n"] and q["impl"] in PEER_IMPLS
-                  and q["status"] == "ok" and q["seconds"]]
-        best = min(rivals, key=lambda q: q["seconds"], default=None)
-        if best is not None and best["seconds"] < r["seconds"] / 1.05:
-            lost.append(f"{r['workload']} {r['dtype']} {fmt_size(r['n'])}: {best['impl']} "
-                        f"{r['seconds'] / best['seconds']:.2f}x faster")
+    for (workload, dtype, n), times in groups.items():
+        found = _best_peer(times) if n >= 1 << 16 else None
+        if found is not None and found[1] < 1 / 1.05:
+            lost.append(f"{workload} {dtype} {fmt_size(n)}: {found[0]} "
+                        f"{1 / found[1]:.2f}x faster")
     if lost:
         print(f"\ngroups at 64K elements and up that a peer wins by more than 5% ({len(lost)}):")
         for line in lost:
@@ -296,7 +299,7 @@ def print_summary(records: list[dict]) -> None:
         print(f"\ndynexpr over the best installed peer ({', '.join(PEER_IMPLS)}) at 1M elements "
               f"and up: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}x geometric "
               f"mean over {len(ratios)} group(s)")
-    tuned = [t["dynexpr"] / t["dynexpr_autotune"] for t in groups.values()
+    tuned = [t["dynexpr"] / t["dynexpr_autotune"] for t in big.values()
              if "dynexpr" in t and "dynexpr_autotune" in t]
     if tuned:
         print(f"max-autotune over the default schedule at 1M elements and up: "
