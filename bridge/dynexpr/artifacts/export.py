@@ -113,7 +113,8 @@ class Specialisation:
     required: int  # arguments a C++ call must pass (trailing ones fixed by value may go)
     checks: list[tuple]  # Note [guards in C++]
     assumed: list[str]  # guards on globals and closures, built in
-    inputs: list[tuple]  # per kernel input: ("arg", i) | ("scalar", i, dtype name)
+    inputs: list[tuple]  # per kernel input: ("arg", i) | ("scalar", i, dtype name) |
+    #                      ("const", k, source text): constants[k], built in
     written: list[bool]
     outputs: list[tuple[str, list]]  # (dtype name, dims: int | (kernel input, axis))
     returns: list[tuple]  # ("out", buffer, copy) | ("input", kernel input, copy) |
@@ -323,16 +324,16 @@ def _from_translation(fn, bound: list, names: tuple, tr) -> Specialisation:
             inputs.append(("scalar", s[1][1], np.dtype(s[2]).name))
         elif _root(s) in ("global", "closure"):
             # Note [constants in an export]: its value now, built into the library
-            a = resolve(s, bound, fn)
+            a, where = resolve(s, bound, fn), format_source(s, names)
             if type(a) is not np.ndarray or a.dtype.name not in CODES or not a.dtype.isnative:
                 raise ExportError(
-                    f"dynexpr.export: {qual} reads {format_source(s, names)}, a "
-                    f"{type(a).__name__} of dtype {getattr(a, 'dtype', '?')}, which cannot be "
-                    "built into the library; pass it as an argument")
-            inputs.append(("const", len(constants), format_source(s, names)))
+                    f"dynexpr.export: {qual} reads {where}, a {type(a).__name__} of dtype "
+                    f"{getattr(a, 'dtype', '?')}, which cannot be built into the library; "
+                    "pass it as an argument")
+            inputs.append(("const", len(constants), where))
             constants.append(np.ascontiguousarray(a).copy())
-            assumed.append(f"{format_source(s, names)} is the {a.dtype}{list(a.shape)} array "
-                           "it held at export (built in)")
+            assumed.append(f"{where} is the {a.dtype}{list(a.shape)} array it held at export "
+                           "(built in)")
         else:
             raise ExportError(
                 f"dynexpr.export: {qual} reads the array {format_source(s, names)}, which is "
@@ -457,7 +458,7 @@ def _flatten(t: tuple, results: list, inputs: list, bound: list, names, qual: st
     elif kind == "out":
         r = results[t[1]]
         copy = bool(t[3])
-        if r < 0 and inputs[-r - 1][0] != "arg":
+        if r < 0 and inputs[-r - 1][0] == "scalar":
             raise ExportError(f"dynexpr.export: {qual} returns a number argument as an "
                               "array; return it from the caller instead")
         out.append(("out", r, copy) if r >= 0 else ("input", -r - 1, copy))
@@ -652,8 +653,6 @@ def _header(ex: Exported) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
 
 
 def _constants(ex: Exported, d: Path) -> list[str]:
