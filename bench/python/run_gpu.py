@@ -8,9 +8,12 @@ jax (CUDA) are used where installed.
     .venv/bin/python bench/python/run_gpu.py --list     # the plan, on any machine
 
 Implementations per workload, dtype and size:
-  dynexpr       the graph capture builds for the NumPy function, generated as CUDA
-                (cuda_codegen), compiled by NVRTC for this device and launched through the
-                driver API (cuda_driver) on CuPy arrays, on CuPy's current stream
+  dynexpr       dynexpr.capture of the NumPy function called with CuPy arrays: the device
+                path (cuda_run.py) guards the call, generates CUDA (cuda_codegen), compiles
+                it with NVRTC for this device, launches it through the driver API on
+                CuPy's current stream and returns CuPy arrays (what a user runs)
+  dynexpr_launch the same unit called through the launcher alone (cuda_driver.load): the
+                host time without capture's guards, for comparison
   cupy          the same NumPy function called with CuPy arrays (NEP 18: op by op)
   cupy_fuse     cupy.fuse of it (elementwise workloads only; a reduction ends the fusion)
   torch         the torch version on CUDA tensors, eager
@@ -85,6 +88,22 @@ def why_no_gpu() -> str | None:
 
 
 # ------------------------------------------------------------------ implementations
+def build_captured(w, host_inputs):
+    """dynexpr.capture(w.fn), compiled before timing; refuses where it would run plain."""
+    import dynexpr
+    from dynexpr import cuda_run
+
+    dynexpr.config.background_compile = False
+    f = dynexpr.capture(w.fn)
+    import cupy
+
+    f(*[cupy.asarray(h) for h in host_inputs])
+    path = cuda_run.describe(f)[-1]
+    if not path.endswith("CUDA kernels"):
+        raise NotImplementedError(path)
+    return f
+
+
 def build_dynexpr(w, host_inputs):
     """The graph capture builds for w.fn on these inputs, as a CUDA launcher."""
     import dynexpr
@@ -106,7 +125,8 @@ def build_dynexpr(w, host_inputs):
 
 def builders(w):
     """(name, build(host_inputs) -> callable on device arrays) of each implementation."""
-    out = [("dynexpr", lambda h: build_dynexpr(w, h)), ("cupy", lambda h: w.fn)]
+    out = [("dynexpr", lambda h: build_captured(w, h)),
+           ("dynexpr_launch", lambda h: build_dynexpr(w, h)), ("cupy", lambda h: w.fn)]
 
     def fuse(h):
         import cupy

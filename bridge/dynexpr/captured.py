@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backends, dask_run, judge, logs
+from . import backends, cuda_run, dask_run, judge, logs
 from .artifacts import record as artifacts_record
 from .backends import policy
 from .capture import GraphBreakError, InternalError, Unsupported, translate
@@ -119,6 +119,7 @@ class CapturedFunction(_Dispatch):
         self._segments.trace = trace
         self._finish = self._segments.finish
         self._deep: int | None = None  # a stack depth at which translating ran out of stack
+        self._device: cuda_run.State | None = None  # entries for CUDA arrays (cuda_run.py)
         # Note [one compile per guard set]: held while a miss finds or adds an entry.
         self._lock = threading.RLock()
         _live.add(self)
@@ -165,6 +166,8 @@ class CapturedFunction(_Dispatch):
             return fn(*args, **kwargs)
         if has_dask(bound):  # Dask arrays fail every entry's guards: only a miss sees them
             return dask_run.call(self, bound, args, kwargs)
+        if cuda_run.has_device_arrays(bound):  # so do CUDA arrays (Note [the device path])
+            return cuda_run.call(self, bound, args, kwargs)
         if self._deep is not None and stack_depth() >= self._deep:
             self._misses += 1
             return fn(*args, **kwargs)  # Note [the translator's own stack]
@@ -300,7 +303,8 @@ class CapturedFunction(_Dispatch):
 
     # -- introspection ------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
-        info = CacheInfo(self._hits, self._misses, self._compiles, len(self._entries))
+        device = len(self._device.entries) if self._device is not None else 0
+        info = CacheInfo(self._hits, self._misses, self._compiles, len(self._entries) + device)
         info.judged = tuple(judge.report(self._entries))
         return info
 
@@ -310,6 +314,7 @@ class CapturedFunction(_Dispatch):
             self._entries, self._centries = [], []
             self._dyn.clear()
             self._deep = None
+            self._device = None
             self._recompiles.clear()
             self._segments.clear()
             self._hits = self._misses = self._compiles = 0
@@ -333,6 +338,8 @@ def _after_fork_in_child() -> None:
     for f in list(_live):
         f._lock = threading.RLock()
         f._segments.lock = threading.RLock()
+        if f._device is not None:
+            f._device.lock = threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):

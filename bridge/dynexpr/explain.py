@@ -13,7 +13,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import ir, judge
+from . import cuda_run, ir, judge
 from .capture import BreakReason, Unsupported, translate
 from .capture.calls import BindError, bind_call
 from .capture.concrete import not_resumable
@@ -75,6 +75,8 @@ class ExplainOutput:
     judged: list[str] = field(default_factory=list)
     # What the captured function's mode means on its backend (mode_note()).
     mode: str = ""
+    # For a call with CUDA arrays (cuda_run.explain): where it runs, and why.
+    device: list[str] = field(default_factory=list)
 
     @property
     def units(self) -> list[str]:
@@ -109,6 +111,8 @@ class ExplainOutput:
                       "breaks; the call was run once to follow it past them)")
         lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
                  share]
+        if self.device:
+            lines += ["Device:"] + [f"  {line}" for line in self.device]
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"Ops in graph {i} ({len(ops)}): {', '.join(ops) or '(none)'}")
         for i, unit in enumerate(self.units):
@@ -176,6 +180,10 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     if has_dask(bound):  # the chunk graph (dask_explain.py)
         from . import dask_explain
         return dask_explain.explain(target, bound, args, kwargs)
+    if cuda_run.has_device_arrays(bound):  # Note [the device path]
+        graphs, breaks, guards, device = cuda_run.explain(fn, target, bound)
+        return ExplainOutput(len(graphs), len(breaks), breaks, [g.ops() for g in graphs],
+                             guards, graphs, names, history, device=device)
     try:
         tr = translate(target, bound)
     except Unsupported as e:

@@ -54,6 +54,11 @@ class Backend:
         """Why this backend cannot run in this process (a missing extension), or None."""
         return None
 
+    def check_inputs(self, example_inputs: Sequence[Any]) -> None:
+        """Raise TypeError, naming the way out, for inputs this backend never takes (the
+        cuda backend and NumPy arrays); checked before anything else, so the error does
+        not depend on whether the backend can build on this machine."""
+
     def toolchain(self):
         """The compiler this backend builds with (toolchain.Toolchain: compiler, flags,
         and its fingerprint, which goes into every key), or None: it builds nothing."""

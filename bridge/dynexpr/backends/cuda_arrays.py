@@ -1,18 +1,32 @@
-"""Recognising the CUDA arrays users already have (issue 14, part 1): CuPy arrays, torch
-CUDA tensors, anything with `__cuda_array_interface__` (v3) or `__dlpack__` on a CUDA
-device, read into one description (pointer, shape, element strides, dtype, device), and
-the guard facts a compiled entry depends on: the device ordinal and its compute
-capability (a cubin is built for one sm_XX).
+"""The CUDA arrays users already have (issue 14, part 1): CuPy arrays, torch CUDA tensors,
+anything with `__cuda_array_interface__` (v3), read into one description (pointer, shape,
+element strides, dtype, device); the library each belongs to (Library: how dynexpr
+allocates a result like it, on its device and its library's current stream); the guard
+facts a compiled entry depends on (the device ordinal and its compute capability: a cubin
+is built for one sm_XX); and the NumPy functions a library's namespace spells by the same
+names (`cupy.exp` is np.exp), so that a function written with `cupy.` captures.
 
-NOT YET WIRED INTO CAPTURE: the translator and the native guard check still take only
-NumPy arrays; CudaBackend.codegen and cuda_driver.load are where this is to be called.
-What is here needs no GPU and is tested with fake objects (test_cuda_arrays.py).
+capture's device path (cuda_run.py) is the one user of all this. What is here needs no
+GPU: the tests register a fake library whose "device" memory is host memory (Library's
+host_memory), which the host emulation of the kernels can run (test_cuda_capture.py).
+
+Note [which libraries speak NumPy]
+A captured function is translated with NumPy's semantics. CuPy implements NumPy's API
+(functions, methods, promotion, 0-d results), so a call with CuPy arrays, or with
+`cupy.` functions, means what the translation means: `numpy_api` is True for it. torch
+does not: `t.max(1)` returns values and indices, `t.size` is a method, integer `t / 2`
+is float32. For a library with numpy_api False, the device path compiles only graphs
+that used no array method, no array attribute but shape/ndim/T, and no function of
+NumPy's namespace, on floating-point inputs: operators and indexing mean the same in
+both (cuda_run.py checks the translation's record of what it used).
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,24 +35,320 @@ _DTYPES = {"|b1": "bool", "|u1": "uint8", "<i4": "int32", "<i8": "int64", "<f4":
 _DLPACK_CUDA, _DLPACK_CUDA_MANAGED = 2, 13  # DLDeviceType: kDLCUDA, kDLCUDAManaged
 
 
-@dataclass(frozen=True)
-class DeviceArray:
-    ptr: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # in elements
-    dtype: str                # a dynexpr dtype name
-    device: int               # CUDA device ordinal
-    readonly: bool
-    source: str               # "__cuda_array_interface__" or "__dlpack__"
+class Library:
+    """How dynexpr works with one CUDA array library. Subclasses answer for their arrays;
+    register() adds one (the tests register a fake whose memory is the host's)."""
 
-    @property
-    def c_contiguous(self) -> bool:
-        expect = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n != 1 and s != expect:
-                return False
-            expect *= n
-        return True
+    name = ""
+    namespaces: tuple[str, ...] = ()  # module names whose functions are NumPy's by name
+    numpy_api = True   # Note [which libraries speak NumPy]
+    host_memory = False  # only test doubles: their "device" pointers are host memory
+
+    def owns(self, x: Any) -> bool:
+        raise NotImplementedError
+
+    def device(self, x: Any) -> int:
+        return 0
+
+    def capability(self, device: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def empty(self, shape: tuple, dtype: str, device: int, like: Any) -> Any:
+        """A new array of this library on `device` (like: an argument of the call),
+        allocated on the library's current stream there."""
+        raise NotImplementedError
+
+    def stream(self, device: int, like: Any) -> int:
+        """The library's current stream on `device` (0: the legacy default stream)."""
+        return 0
+
+    def copy(self, x: Any) -> Any:
+        return x.copy()
+
+    def __repr__(self) -> str:
+        return f"<dynexpr CUDA array library {self.name!r}>"
+
+
+class CuPy(Library):
+    name = "cupy"
+    namespaces = ("cupy",)
+
+    def owns(self, x: Any) -> bool:
+        cp = sys.modules.get("cupy")
+        return cp is not None and isinstance(x, cp.ndarray)
+
+    def device(self, x: Any) -> int:
+        return int(x.device.id)
+
+    def capability(self, device: int) -> tuple[int, int]:
+        import cupy
+        cc = str(cupy.cuda.Device(device).compute_capability)  # "90"
+        return int(cc[:-1]), int(cc[-1])
+
+    def empty(self, shape: tuple, dtype: str, device: int, like: Any) -> Any:
+        import cupy
+        with cupy.cuda.Device(device):
+            return cupy.empty(shape, dtype)
+
+    def stream(self, device: int, like: Any) -> int:
+        import cupy
+        with cupy.cuda.Device(device):
+            return int(cupy.cuda.get_current_stream().ptr)
+
+
+class Torch(Library):
+    name = "torch"
+    numpy_api = False
+
+    def owns(self, x: Any) -> bool:
+        torch = sys.modules.get("torch")
+        return torch is not None and isinstance(x, torch.Tensor) and x.is_cuda
+
+    def device(self, x: Any) -> int:
+        return int(x.device.index or 0)
+
+    def capability(self, device: int) -> tuple[int, int]:
+        import torch
+        return tuple(torch.cuda.get_device_capability(device))
+
+    def empty(self, shape: tuple, dtype: str, device: int, like: Any) -> Any:
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=f"cuda:{device}")
+
+    def stream(self, device: int, like: Any) -> int:
+        import torch
+        return int(torch.cuda.current_stream(device).cuda_stream)
+
+    def copy(self, x: Any) -> Any:
+        return x.clone()
+
+
+class Interface(Library):
+    """Any other object with __cuda_array_interface__ (Numba's device arrays, ...): its
+    library has no allocator dynexpr knows, so CuPy (which must be installed) allocates
+    the results and names the device and stream; they are CuPy arrays (zero-copy
+    convertible with the library's own from-CUDA-array call)."""
+
+    name = "__cuda_array_interface__"
+
+    def owns(self, x: Any) -> bool:
+        return hasattr(type(x), "__cuda_array_interface__") or \
+            "__cuda_array_interface__" in getattr(x, "__dict__", ())
+
+    def capability(self, device: int) -> tuple[int, int]:
+        return _cupy.capability(device)
+
+    def device(self, x: Any) -> int:
+        ptr = x.__cuda_array_interface__["data"][0]
+        if not ptr:
+            return 0
+        import cupy
+        return int(cupy.cuda.runtime.pointerGetAttributes(ptr).device)
+
+    def empty(self, shape: tuple, dtype: str, device: int, like: Any) -> Any:
+        return _cupy.empty(shape, dtype, device, like)
+
+    def stream(self, device: int, like: Any) -> int:
+        return _cupy.stream(device, like)
+
+
+_cupy = CuPy()
+_libraries: list[Library] = [_cupy, Torch()]
+_generic = Interface()
+
+
+def register(lib: Library) -> None:
+    """Makes capture's device path take lib's arrays (checked before CuPy and torch)."""
+    unregister(lib.name)
+    _libraries.insert(0, lib)
+    _tables.pop(lib.name, None)
+
+
+def unregister(name: str) -> None:
+    _libraries[:] = [lib for lib in _libraries if lib.name != name]
+    _tables.pop(name, None)
+
+
+def library_of(x: Any) -> Library | None:
+    """The library of CUDA array x, or None when x is none (NumPy arrays, numbers, ...).
+    A torch tensor on the CPU has a __cuda_array_interface__ property that raises: it
+    is no CUDA array."""
+    if isinstance(x, (np.ndarray, np.generic, int, float, complex, bool, str, type(None))):
+        return None
+    for lib in _libraries:
+        if lib.owns(x):
+            return lib
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return None
+    return _generic if _generic.owns(x) else None
+
+
+# -- functions of a library's namespace that are NumPy's ----------------------------------
+_tables: dict[str, dict[int, tuple[Any, Any]]] = {}
+
+
+def numpy_equivalent(value: Any) -> Any:
+    """np.<name> for a registered library's <name> (cupy.exp -> np.exp, cupy.sum -> np.sum),
+    else None. Only a device-path translation asks (Session.device): a CPU translation
+    must not take cupy.exp(numpy_array), which plain Python refuses."""
+    mod = getattr(value, "__module__", None) or getattr(type(value), "__module__", "") or ""
+    root = mod.partition(".")[0]
+    for lib in _libraries:
+        if root in lib.namespaces and lib.numpy_api:
+            found = _table(lib).get(id(value))
+            if found is not None and found[0] is value:
+                return found[1]
+    return None
+
+
+def _table(lib: Library) -> dict[int, tuple[Any, Any]]:
+    t = _tables.get(lib.name)
+    if t is None:
+        t = {}
+        for ns in lib.namespaces:
+            mod = sys.modules.get(ns)
+            for name in dir(mod) if mod is not None else ():
+                ours, theirs = getattr(mod, name, None), getattr(np, name, None)
+                if callable(ours) and callable(theirs) and not isinstance(ours, type):
+                    t[id(ours)] = (ours, theirs)
+        _tables[lib.name] = t
+    return t
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """What an array's __cuda_array_interface__ says besides its pointer: interned (one
+    object per distinct interface), so a call compares and hashes it by identity."""
+
+    dtype: str                  # a dynexpr dtype name
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]    # in elements
+    itemsize: int
+    c_contiguous: bool
+    lo: int                     # the elements occupy bytes [ptr + lo, ptr + hi)
+    hi: int
+
+
+_layouts: dict[tuple, Layout] = {}
+_LAYOUTS = 4096
+
+
+def layout(cai: dict, i: int) -> Layout:
+    """The interned Layout of an interface dict; TypeError naming the way out when
+    dynexpr cannot use it (version < 3, a mask, a dtype, unaligned strides)."""
+    k = (cai["typestr"], cai["shape"], cai.get("strides"), cai.get("version", 0),
+         cai.get("mask") is None)
+    try:
+        got = _layouts.get(k)
+    except TypeError:  # lists instead of tuples: not hashable, read every time
+        return _layout(cai, i)
+    if got is None:
+        got = _layout(cai, i)
+        if len(_layouts) >= _LAYOUTS:
+            _layouts.clear()
+        _layouts[k] = got
+    return got
+
+
+def _layout(cai: dict, i: int) -> Layout:
+    version = cai.get("version", 0)
+    if version < 3:
+        raise TypeError(f"{_where(i)} has __cuda_array_interface__ version {version}; dynexpr "
+                        "needs version 3 (its stream semantics): upgrade the array's library")
+    if cai.get("mask") is not None:
+        raise TypeError(f"{_where(i)} is a masked CUDA array; fill the masked values first")
+    typestr = cai["typestr"]
+    dtype = _DTYPES.get(typestr)
+    if dtype is None:
+        raise TypeError(f"{_where(i)} has dtype {np.dtype(typestr)}, which the cuda backend "
+                        "does not support; pass bool/uint8/int32/int64/float32/float64")
+    shape = tuple(int(n) for n in cai["shape"])
+    size = np.dtype(typestr).itemsize
+    if cai.get("strides") is None:
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.append(acc)
+            acc *= max(n, 1)
+        strides = tuple(reversed(strides))
+    else:
+        if any(s % size for s in cai["strides"]):
+            raise TypeError(f"{_where(i)} has byte strides {tuple(cai['strides'])} that are not "
+                            f"multiples of its element size {size}; pass a copy (x.copy())")
+        strides = tuple(int(s) // size for s in cai["strides"])
+    contiguous, expect = True, 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != expect:
+            contiguous = False
+        expect *= n
+    if any(n == 0 for n in shape):
+        lo = hi = 0
+    else:
+        lo = sum((n - 1) * st for n, st in zip(shape, strides) if st < 0) * size
+        hi = sum((n - 1) * st for n, st in zip(shape, strides) if st > 0) * size + size
+    return Layout(dtype, shape, strides, size, contiguous, lo, hi)
+
+
+class DeviceArray:
+    """One CUDA array of a call: its pointer, layout, device and library."""
+
+    __slots__ = ("device", "layout", "library", "ptr", "readonly", "source")
+
+    def __init__(self, ptr: int, layout: Layout, device: int, readonly: bool,
+                 source: str = "__cuda_array_interface__", library: Library | None = None):
+        self.ptr, self.layout, self.device = ptr, layout, device
+        self.readonly, self.source, self.library = readonly, source, library
+
+    shape = property(lambda self: self.layout.shape)
+    strides = property(lambda self: self.layout.strides)  # in elements
+    dtype = property(lambda self: self.layout.dtype)
+    itemsize = property(lambda self: self.layout.itemsize)
+    c_contiguous = property(lambda self: self.layout.c_contiguous)
+
+    def span(self) -> tuple[int, int]:
+        """The bytes [lo, hi) the array's elements occupy (empty for a size-0 array)."""
+        return self.ptr + self.layout.lo, self.ptr + self.layout.hi
+
+    def same_view(self, other: DeviceArray) -> bool:
+        return self.ptr == other.ptr and self.layout is other.layout
+
+    def stand_in(self) -> np.ndarray:
+        """A NumPy array with this one's dtype, shape, element strides and writeability,
+        over zero-filled host memory that is never read: a device-path translation reads
+        only metadata (as Dask's does, dask_run.py), and calloc'd pages cost nothing
+        until touched."""
+        lay = self.layout
+        item = lay.itemsize
+        buf = np.zeros(max((lay.hi - lay.lo) // item, 1), lay.dtype)
+        return np.lib.stride_tricks.as_strided(buf[-lay.lo // item:], lay.shape,
+                                               tuple(st * item for st in lay.strides),
+                                               writeable=not self.readonly)
+
+
+def read(x: Any, i: int, lib: Library | None = None) -> DeviceArray:
+    """The description of argument i, a CUDA array of a known library (library_of(x)
+    is not None); TypeError naming the problem when it cannot be used."""
+    lib = lib or library_of(x)
+    try:
+        cai = x.__cuda_array_interface__
+    except (RuntimeError, AttributeError) as e:  # torch: a tensor that requires grad
+        raise TypeError(f"{_where(i)} has no usable __cuda_array_interface__ ({e})") from None
+    ptr, readonly = cai["data"]
+    return DeviceArray(ptr, layout(cai, i), lib.device(x), readonly, library=lib)
+
+
+def described_inputs(inputs, *, host: bool) -> dict[int, DeviceArray]:
+    """{position: description} of the CUDA arrays among a graph's inputs. host=False (the
+    cuda backend): a NumPy array among them is the user's error (TypeError)."""
+    out = {}
+    for i, x in enumerate(inputs):
+        if isinstance(x, np.ndarray):
+            if not host:
+                describe(x, i)  # raises, naming the way out
+            continue
+        if library_of(x) is not None:
+            out[i] = read(x, i)
+    return out
 
 
 def _where(i: int) -> str:
@@ -69,34 +379,9 @@ def describe(x: Any, i: int = 0, device_of: Callable[[int], int] | None = None) 
 
 
 def _from_cai(cai: dict, i: int, device_of) -> DeviceArray:
-    version = cai.get("version", 0)
-    if version < 3:
-        raise TypeError(f"{_where(i)} has __cuda_array_interface__ version {version}; dynexpr "
-                        "needs version 3 (its stream semantics): upgrade the array's library")
-    if cai.get("mask") is not None:
-        raise TypeError(f"{_where(i)} is a masked CUDA array; fill the masked values first")
-    typestr = cai["typestr"]
-    dtype = _DTYPES.get(typestr)
-    if dtype is None:
-        raise TypeError(f"{_where(i)} has dtype {np.dtype(typestr)}, which the cuda backend "
-                        "does not support; pass bool/uint8/int32/int64/float32/float64")
     ptr, readonly = cai["data"]
-    shape = tuple(int(n) for n in cai["shape"])
-    size = np.dtype(typestr).itemsize
-    if cai.get("strides") is None:
-        strides, acc = [], 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= max(n, 1)
-        strides = tuple(reversed(strides))
-    else:
-        if any(s % size for s in cai["strides"]):
-            raise TypeError(f"{_where(i)} has byte strides {tuple(cai['strides'])} that are not "
-                            f"multiples of its element size {size}; pass a copy (x.copy())")
-        strides = tuple(int(s) // size for s in cai["strides"])
     device = device_of(ptr) if (device_of is not None and ptr) else 0
-    return DeviceArray(int(ptr), shape, strides, dtype, device, bool(readonly),
-                       "__cuda_array_interface__")
+    return DeviceArray(int(ptr), layout(cai, i), device, bool(readonly))
 
 
 def guard_facts(arrays: list[DeviceArray], capability_of: Callable[[int], tuple[int, int]]) -> tuple:

@@ -6,26 +6,24 @@ run. tests/gpu/test_cuda_launch.py exercises it where a GPU is found and is skip
 with the reason, elsewhere. Do not rely on it before those tests have passed on a GPU.
 
     why = available()               # None, or why not (no libcuda.so.1, no device)
-    fn = load(unit, cubin_path)     # f(*inputs) -> outputs, inputs/outputs CUDA arrays
-                                    # (anything with __cuda_array_interface__ v2/v3)
+    fn = load(unit, cubin_path, device)   # f(*inputs) -> outputs, CUDA arrays in and out
 
-Outputs, temporaries and workspaces are allocated with CuPy (the caller's library; the
-first slice supports CuPy only) on the current device and stream; kernels are launched on
-CuPy's current stream, so they are ordered with the caller's own work without a sync.
+Outputs, temporaries and workspaces are allocated through the arguments' library (CuPy,
+torch: cuda_arrays.Library, cuda_bind.py) on their device; kernels are launched on that
+library's current stream, so they are ordered with the caller's own work without a sync.
 """
 
 from __future__ import annotations
 
 import ctypes
 
-import numpy as np
-
-from .cuda_codegen import CudaUnit, evaluate, resolve
+from .cuda_bind import bind
+from .cuda_codegen import CudaUnit, evaluate
 from .cuda_prelude import ERRORS
 
 _lib = None
 _why: str | None = None
-_ctx = None
+_ctx: dict[int, ctypes.c_void_p] = {}  # device ordinal -> its retained primary context
 
 
 def _load():
@@ -60,36 +58,54 @@ def _check(rc: int, what: str) -> None:
         raise RuntimeError(f"dynexpr: {what} failed: {(name.value or b'?').decode()} ({rc})")
 
 
-def _context():
+def _context(device: int = 0):
     """The device's primary context, current on this thread (the one CuPy and torch use)."""
-    global _ctx
     lib = _load()
     if lib is None:
         raise RuntimeError(f"dynexpr: the cuda backend cannot run here: {_why}")
-    if _ctx is None:
+    ctx = _ctx.get(device)
+    if ctx is None:
         dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-        _check(lib.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+        _check(lib.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet")
         _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-        _ctx = ctx
-    _check(lib.cuCtxSetCurrent(_ctx), "cuCtxSetCurrent")
-    return _ctx
+        _ctx[device] = ctx
+    _check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
 
 
-def arch() -> str:
-    """sm_XX of device 0."""
-    _context()
+def capability(device: int = 0) -> tuple[int, int]:
+    """(major, minor) compute capability of `device`."""
+    _context(device)
     major, minor = ctypes.c_int(), ctypes.c_int()
-    _check(_lib.cuDeviceGetAttribute(ctypes.byref(major), 75, 0), "compute capability")
-    _check(_lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, 0), "compute capability")
-    return f"sm_{major.value}{minor.value}"
+    _check(_lib.cuDeviceGetAttribute(ctypes.byref(major), 75, device), "compute capability")
+    _check(_lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, device), "compute capability")
+    return major.value, minor.value
+
+
+def arch(device: int = 0) -> str:
+    """sm_XX of `device`."""
+    major, minor = capability(device)
+    return f"sm_{major}{minor}"
+
+
+def device_of_pointer(ptr: int) -> int:
+    """The ordinal of the device a device pointer belongs to (cuPointerGetAttribute,
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)."""
+    _context(0)
+    ordinal = ctypes.c_int()
+    _check(_lib.cuPointerGetAttribute(ctypes.byref(ordinal), 9, ctypes.c_uint64(ptr)),
+           "cuPointerGetAttribute(device ordinal)")
+    return ordinal.value
 
 
 _CTYPES = {"bool": ctypes.c_bool, "uint8": ctypes.c_uint8, "int32": ctypes.c_int32,
            "int64": ctypes.c_int64, "float32": ctypes.c_float, "float64": ctypes.c_double}
 
 
-def load(unit: CudaUnit, cubin_path) -> callable:
-    _context()
+def load(unit: CudaUnit, cubin_path, device: int = 0) -> callable:
+    """f(*inputs) -> outputs: unit's launches on `device`, on the current stream of the
+    arguments' library, results allocated through it (cuda_bind.py)."""
+    _context(device)
     module = ctypes.c_void_p()
     with open(cubin_path, "rb") as fh:
         data = fh.read()
@@ -105,46 +121,26 @@ def load(unit: CudaUnit, cubin_path) -> callable:
     _check(_lib.cuModuleGetGlobal_v2(ctypes.byref(err), ctypes.byref(size), module,
                                      b"dxcu_error"), "cuModuleGetGlobal(dxcu_error)")
     s = unit.schedule
-    arrays = list(unit.arrays.values())
     # Only integer powers set the error word: other units skip the synchronising read.
     raises = any(v.op == "power" and v.dtype not in ("float32", "float64") for v in s.values)
 
     def f(*inputs):
-        import cupy  # the caller's library (first slice: CuPy only)
-
-        stream = cupy.cuda.get_current_stream().ptr
-        bufs, strides = {}, {}
-        dims = resolve(unit, inputs)
-        for a in arrays:
-            if a.name[0] == "x":
-                x = inputs[int(a.name[1:])]
-                cai = getattr(x, "__cuda_array_interface__", None)
-                if cai is None:
-                    raise TypeError(f"dynexpr: backend='cuda' takes CUDA arrays; input "
-                                    f"{a.name[1:]} is {type(x).__name__} (no silent copies: "
-                                    "move it with cupy.asarray, or use backend='cpu')")
-                if tuple(cai["shape"]) != a.extents(dims) or np.dtype(cai["typestr"]) != a.dtype:
-                    raise TypeError(f"dynexpr: input {a.name[1:]} is not {a.dtype}{list(a.shape)}")
-                st = cai.get("strides")
-                item = np.dtype(a.dtype).itemsize
-                el = ([s_ // item for s_ in st] if st is not None else None)
-                if not a.strided and st is not None and el != _c(a.extents(dims)):
-                    raise ValueError(f"dynexpr: input {a.name[1:]} was generated as "
-                                     "C-contiguous and is not")
-                strides[a.name] = el or _c(a.extents(dims))
-                bufs[a.name] = (x, cai["data"][0])
-            else:
-                y = cupy.empty(a.extents(dims), a.dtype)
-                bufs[a.name] = (y, y.data.ptr)
+        b = bind(unit, inputs, host=False)
+        if b.device != device:
+            raise TypeError(f"dynexpr: this unit was loaded for CUDA device {device}; the "
+                            f"arguments are on device {b.device}")
+        _context(device)
+        stream = b.library.stream(device, inputs)
+        dims = b.dims
         if raises:
             _check(_lib.cuMemsetD32Async(err, 0, 1, ctypes.c_void_p(stream)), "cuMemsetD32Async")
         for la in unit.launches:
             vals = []
             for arg in la.args:
                 if arg[0] == "ptr":
-                    vals.append(ctypes.c_void_p(bufs[arg[1]][1]))
+                    vals.append(ctypes.c_void_p(b.ptr[arg[1]]))
                 elif arg[0] == "stride":
-                    vals.append(ctypes.c_longlong(strides[arg[1]][arg[2]]))
+                    vals.append(ctypes.c_longlong(b.strides[arg[1]][arg[2]]))
                 elif arg[0] == "count":
                     vals.append(ctypes.c_longlong(evaluate(arg[1], dims)))
                 else:
@@ -160,14 +156,6 @@ def load(unit: CudaUnit, cubin_path) -> callable:
             _check(_lib.cuMemcpyDtoH_v2(ctypes.byref(code), err, 4), "reading the error word")
         if code.value:  # a synchronising read: the price of NumPy's ValueError
             raise ValueError(ERRORS.get(code.value, f"dynexpr: CUDA unit error {code.value}"))
-        return tuple(inputs[-r - 1] if r < 0 else bufs[f"o{r}"][0] for r in s.results)
+        return b.results(unit, inputs)
 
     return f
-
-
-def _c(shape) -> list[int]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= int(d)
-    return out[::-1]

@@ -28,8 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import cache, codegen, cxx, eager
+from . import cuda_arrays
 from .base import Backend, Plan
-from .cuda_codegen import CudaUnit, evaluate, generate, resolve
+from .cuda_bind import bind
+from .cuda_codegen import CudaUnit, evaluate, generate
 from .cuda_prelude import ERRORS
 
 SHIM = r"""// dxcu_emulate.h: CUDA's launch model on the host (Note [the emulation shim]).
@@ -124,43 +126,24 @@ def emulate(unit: CudaUnit):
     run = lib.dxcu_run
     run.restype = ctypes.c_int
     run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong)]
-    s = unit.schedule
-    arrays = list(unit.arrays.values())
-    n_in = s.n_inputs
+    names = list(unit.arrays)
     order = slots(unit)
 
     def f(*inputs):
-        if len(inputs) != n_in:
-            raise TypeError(f"dynexpr: this graph takes {n_in} inputs, got {len(inputs)}")
-        bufs, strides = [], {}
-        dims = resolve(unit, inputs)
-        for a in arrays:
-            if a.name[0] == "x":
-                x = inputs[int(a.name[1:])]
-                if (not isinstance(x, np.ndarray) or x.dtype != a.dtype
-                        or x.shape != a.extents({**dims})):
-                    raise TypeError(f"dynexpr: input {a.name[1:]} is not {a.dtype}{list(a.shape)}")
-                if not a.strided and not x.flags.c_contiguous:
-                    raise ValueError(f"dynexpr: input {a.name[1:]} was generated as "
-                                     "C-contiguous and is not")
-                strides[a.name] = [st // x.itemsize for st in x.strides]
-            else:
-                x = np.empty(a.extents(dims), a.dtype)
-            bufs.append(x)
-        ptrs = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
+        b = bind(unit, inputs, host=True)
+        ptrs = (ctypes.c_void_p * len(names))(*[b.ptr[n] for n in names])
         vals = []
         for slot in order:
             if slot[0] == "grid":
-                vals.append(evaluate(unit.launches[slot[1]].grid, dims))
+                vals.append(evaluate(unit.launches[slot[1]].grid, b.dims))
             elif slot[0] == "stride":
-                vals.append(strides[slot[1]][slot[2]])
+                vals.append(b.strides[slot[1]][slot[2]])
             else:
-                vals.append(evaluate(slot[1], dims))
+                vals.append(evaluate(slot[1], b.dims))
         err = run(ptrs, (ctypes.c_longlong * max(1, len(vals)))(*vals))
         if err:
             raise ValueError(ERRORS.get(err, f"dynexpr: CUDA unit error {err}"))
-        by = {a.name: b for a, b in zip(arrays, bufs)}
-        return tuple(inputs[-r - 1] if r < 0 else by[f"o{r}"] for r in s.results)
+        return b.results(unit, inputs)
 
     return f
 
@@ -171,6 +154,7 @@ class CudaEmulationBackend(Backend):
 
     name = "cuda-emulate"
     artifact = "emulate.so"
+    targets_cuda = True  # the device path drives it with host-memory test arrays
 
     def __init__(self, strict: bool = False) -> None:
         # strict: a graph the CUDA codegen cannot generate yet raises NotImplementedError
@@ -179,12 +163,14 @@ class CudaEmulationBackend(Backend):
 
     def codegen(self, graph, example_inputs, *, fuse: bool = True) -> Plan:
         from ..schedule import schedule
+        described = cuda_arrays.described_inputs(example_inputs, host=True)
         contiguous = {i for i, x in enumerate(example_inputs)
-                      if isinstance(x, np.ndarray) and x.flags.c_contiguous}
+                      if (x.flags.c_contiguous if isinstance(x, np.ndarray)
+                          else i in described and described[i].c_contiguous)}
         try:
             unit = generate(schedule(graph, fuse=fuse), contiguous)
         except NotImplementedError:
-            if self.strict:
+            if self.strict or described:  # NumPy cannot run a graph on CUDA arrays
                 raise
             return Plan(graph, None, detail=None)  # not generated yet: NumPy runs it
         return Plan(graph, "emulate", unit.source, unit)

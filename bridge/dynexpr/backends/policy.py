@@ -29,6 +29,7 @@ def compile_graph(backend: Backend, graph, example_inputs: Sequence[Any], *, mod
                   fuse: bool, name: str, owner: int = 0) -> Callable:
     """The callable running `graph` for a new entry of captured function `name` (`owner`:
     its id, which keys its warnings)."""
+    backend.check_inputs(example_inputs)
     why = backend.unavailable()
     if why is not None:
         warn_once(("unavailable", backend.name),

@@ -76,6 +76,8 @@ def _real_getattr(value, name: str):
 
 
 def _array_attr(tx, x: ArrayVar, name: str) -> Var:
+    if name not in ("shape", "ndim", "T"):
+        tx.ctx.session.api.add(f"ndarray.{name}")
     fact = _ARRAY_FACTS.get(name)
     if fact is not None:
         if name in ("shape", "size", "nbytes"):

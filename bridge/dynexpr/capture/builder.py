@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import ir
+from ..backends import cuda_arrays
 from ..guards import Guard, alias_relation, strides_class
 from .arrays import ArrayVar, Storage
 from .errors import Budget, graph_break
@@ -39,8 +40,8 @@ from .variables import (
     ListVar,
     ObjectVar,
     PyVar,
-    StopVar,
     ScalarInputVar,
+    StopVar,
     TupleVar,
     Var,
 )
@@ -73,16 +74,19 @@ def _is_constant(value: Any, budget: list) -> bool:
 _GENERIC_GETATTRIBUTE = (object.__getattribute__, type.__getattribute__)
 
 
-def _is_library_callable(value: Any) -> bool:
+def _is_library_callable(value: Any, device: bool = False) -> bool:
     t = type(value)
     if issubclass(t, (types.BuiltinFunctionType, np.ufunc)):
         return True
     plain = callable(value) and t.__getattribute__ in _GENERIC_GETATTRIBUTE
     module = getattr(value, "__module__", None) if plain else None
     # dynexpr.ops: the manifest's ops without a NumPy function (np_table handles them).
-    return isinstance(module, str) and (
+    if isinstance(module, str) and (
         module in ("numpy", "builtins", "dynexpr.ops") or module.startswith("numpy.")
-    )
+    ):
+        return True
+    # cupy.exp in a device-path translation: np.exp's handler (calls.py)
+    return device and cuda_arrays.numpy_equivalent(value) is not None
 
 
 def is_constant(value: Any) -> bool:
@@ -93,10 +97,10 @@ class Context:
     """What all frames of one translation share: the graph, the guards, the arrays, and
     the session (Note [one session per translation] in session.py)."""
 
-    def __init__(self, fn: Any, dyn: Any = None) -> None:
+    def __init__(self, fn: Any, dyn: Any = None, device: bool = False) -> None:
         self.fn = fn
         # dyn: dynamic.DynState, or None: every extent static
-        self.session = Session(dyn)
+        self.session = Session(dyn, device)
         self.budget = Budget()
         self.graph = GraphBuilder(self.budget, self.session)
         self._guards: dict[Guard, None] = {}
@@ -143,7 +147,7 @@ class Context:
             method = t is types.BuiltinMethodType or t is types.MethodType
             bound_self = value.__self__ if method else None
             if method and not issubclass(type(bound_self), (types.ModuleType, type(None))) \
-                    and _is_library_callable(value):
+                    and _is_library_callable(value, self.session.device):
                 self.guard("TYPE", source, t)  # a new bound method each call: never its id
                 return ObjectVar(value, source)
         if t is np.ndarray or issubclass(t, np.ndarray):
@@ -163,7 +167,8 @@ class Context:
             self.guard("LEN", source, len(value))
             items = [self.wrap(v, ("item", source, i)) for i, v in enumerate(value)]
             return TupleVar(items) if t is tuple else ListVar(items, source)
-        if _is_library_callable(value):  # NumPy and builtins: the call tables handle them
+        # NumPy and builtins: the call tables handle them
+        if _is_library_callable(value, self.session.device):
             self.guard("ID", source, value)
             return PyVar(value, source)
         if t is types.FunctionType:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ..backends import cuda_arrays
 from . import registry
 from .arrays import ArrayVar
 from .errors import graph_break
@@ -36,8 +37,11 @@ def call(tx, fn: Var, args: list, kwargs: dict) -> Var:
         return call(tx, fn.func, [fn.self_var] + list(args), kwargs)
     if isinstance(fn, PyVar):
         value = fn.value
+        if tx.ctx.session.device:  # cupy.exp is np.exp on the device path (cuda_run.py)
+            value = cuda_arrays.numpy_equivalent(value) or value
         handler = registry.handler("numpy_function")(value)
         if handler is not None:
+            tx.ctx.session.api.add(f"np.{getattr(value, '__name__', type(value).__name__)}")
             return handler(tx, args, kwargs)
         handler = registry.handler("builtin_function")(value)
         if handler is not None:

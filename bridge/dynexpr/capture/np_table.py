@@ -513,6 +513,7 @@ def function_handler(value: Any) -> Callable | None:
 
 @registry.register("array_method")
 def call_method(tx, self_var: ArrayVar, name: str, args: list, kwargs: dict) -> Var:
+    tx.ctx.session.api.add(f"ndarray.{name}")
     if name in DATA_METHODS:
         graph_break(
             f"ndarray.{name}() hands the array's data to Python; dynexpr cannot capture it"

@@ -31,6 +31,7 @@ class Translation:
     input_sources: list[tuple]
     template: tuple | None  # None for a segment that stops at a break (see `resume`)
     resume: Any = None  # resume.Resume: where a segment of a breaking function stops
+    api: frozenset = frozenset()  # Session.api: the NumPy functions, methods, attributes used
 
 
 class _Outputs:
@@ -93,7 +94,7 @@ def finalize(ctx: Context, ret: Var) -> Translation:
         if st.written and st.current is not st.origin:
             mutations.append((st.origin, st.current))
     graph, sources = _rebuild(ctx, out.values, mutations)
-    return Translation(graph, ctx.guards, sources, template)
+    return Translation(graph, ctx.guards, sources, template, api=frozenset(ctx.session.api))
 
 
 def _rebuild(ctx: Context, outputs: list, mutations: list) -> tuple[ir.Graph, list]:

@@ -26,10 +26,17 @@ class Session:
     translation]). `dyn`: the dynamic.DynState of a translate_dynamic run, or None when
     every extent is static."""
 
-    __slots__ = ("dyn", "writes", "inlined")
+    __slots__ = ("dyn", "writes", "inlined", "api", "device")
 
-    def __init__(self, dyn: DynState | None = None) -> None:
+    def __init__(self, dyn: DynState | None = None, device: bool = False) -> None:
         self.dyn = dyn
+        # a device-path translation (cuda_run.py): a CUDA library's functions spelled like
+        # NumPy's are NumPy's (cupy.exp is np.exp); elsewhere plain Python refuses them
+        self.device = device
+        # NumPy's API the translation used beyond operators and indexing: "np.exp",
+        # "ndarray.max", "ndarray.dtype" (Note [which libraries speak NumPy] in
+        # backends/cuda_arrays.py)
+        self.api: set[str] = set()
         self.writes = 0  # writes into arrays so far (dynexpr.cond checks its branches make none)
         self.inlined = 0  # frames inlined so far (a break inside one may have changed state)
 

@@ -20,18 +20,19 @@ from .resume import run_top
 from .versions import translator
 
 
-def translate(fn: Any, bound: list, dyn: Any = None, resumable: bool = False) -> Translation:
+def translate(fn: Any, bound: list, dyn: Any = None, resumable: bool = False,
+              device: bool = False) -> Translation:
     """Run fn's bytecode on symbolic values for this call's bound arguments; raises
     errors.Unsupported at the first graph break, or with `resumable` returns the part
     before it (Translation.resume, Note [resuming after a graph break]). `dyn`: see
-    translate_dynamic."""
+    translate_dynamic. `device`: for CUDA arrays' stand-ins (Note [the device path])."""
 
     def make(ctx: Context):
         code = fn.__code__
         return translator()(ctx, code, top_level_locals(fn, bound), real_cells(ctx, fn),
                              fn.__globals__, None)
 
-    return run_top(fn, make, dyn, resumable)
+    return run_top(fn, make, dyn, resumable, device=device)
 
 
 def stack_depth() -> int:

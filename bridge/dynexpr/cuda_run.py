@@ -1,0 +1,448 @@
+"""A captured function called with CUDA arrays: its graph runs as generated CUDA kernels on
+the arguments' device, and returns arrays of the caller's library (issue 14, part 1).
+
+Note [the device path]
+The hook is on the miss path only (captured.py), as Dask's is: a CUDA array fails every
+entry's NumPy guards, so NumPy calls never reach this module. A call with CUDA arrays
+(cuda_arrays.library_of: CuPy, torch CUDA tensors, __cuda_array_interface__ objects):
+- is described: each CUDA argument's pointer, shape, element strides, dtype, device. Two
+  arguments on two devices, or two that overlap in memory without being the same view,
+  run as plain Python (the library decides, as it would without dynexpr);
+- is translated on stand-ins: NumPy arrays of each argument's dtype, shape, strides and
+  writeability over calloc'd memory never read (DeviceArray.stand_in; an argument passed
+  twice is one stand-in), with `cupy.exp` read as np.exp (cuda_arrays.numpy_equivalent);
+- finds its entry by a key (per CUDA argument: position, library, device, compute
+  capability, first position of the same array) and the translation's own guards checked
+  on the stand-ins: dtype, shape or the dynamic rule, stride class, aliasing, and every
+  global, closure and scalar the graph relied on;
+- runs the entry: the graph's kernels (the cuda backend, or the backend the function was
+  captured with where that one generates CUDA, the emulation for tests) on the real
+  arrays, results allocated through the arguments' library on its current stream.
+An entry that cannot run on the device runs the function as plain Python, on the
+caller's library op by op, which is the fallback tier: a graph break, a graph the CUDA
+codegen does not generate yet (matmul, loops), a NumPy array read next to CUDA ones, no
+NVRTC or driver, a library that does not speak NumPy using NumPy's API (Note [which
+libraries speak NumPy] in backends/cuda_arrays.py). While a kernel compiles in the
+background (config.background_compile), its entry runs plain as well, and the first call
+that finds it ready switches. `explain` reports each entry's path and reason
+(cuda_run.describe).
+
+Not handled yet, so plain: CUDA arrays read from globals or closures (a graph input whose
+value is not an argument), CUDA arrays inside lists or tuples, results that are views of
+an argument, and resuming after a graph break (the whole call runs plain).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import backends, background
+from .backends import cuda_arrays
+from .capture import Unsupported, translate
+from .capture.translate import translate_dynamic
+from .config import config
+from .diagnostics import warn_once
+from .guards import GuardSet, resolve
+
+_FLOATS = ("float32", "float64")
+
+
+class _Plain(Exception):
+    """This call runs as plain Python; the message says why (explain prints it)."""
+
+
+def has_device_arrays(bound) -> bool:
+    """Whether a call's bound arguments hold a CUDA array (cheap for NumPy arrays and
+    numbers, which library_of answers at once)."""
+    return any(cuda_arrays.library_of(a) is not None for a in bound)
+
+
+@dataclass
+class _Call:
+    key: tuple
+    meta: list                    # bound with CUDA arguments replaced by stand-ins
+    stand_ins: set               # ids of the stand-ins in meta
+    library: cuda_arrays.Library
+    device: int
+    arrays: dict[int, cuda_arrays.DeviceArray]
+
+
+@dataclass
+class Entry:
+    key: tuple
+    guards: GuardSet | None       # None: a plain entry for every call with this key
+    reason: str = ""              # why it runs plain ("" when it runs kernels)
+    translation: Any = None
+    compiled: Any = None          # f(*inputs) -> outputs, or a background.Job
+    library: cuda_arrays.Library | None = None
+    calls: int = 0
+
+    @property
+    def plain(self) -> bool:
+        return self.compiled is None
+
+
+@dataclass
+class State:
+    """The device-path entries of one captured function (CapturedFunction._device)."""
+
+    entries: list[Entry] = field(default_factory=list)
+    dyn: set = field(default_factory=set)  # (source, axis) seen with two extents
+    shapes: dict = field(default_factory=dict)  # source -> the first extents seen
+    last: Entry | None = None     # the entry of the latest call (explain)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+def call(cf, bound: list, args: tuple, kwargs: dict) -> Any:
+    fn = cf._fn
+    try:
+        c = _describe(bound)
+    except _Plain as e:
+        state = _state(cf)
+        state.last = Entry((), None, str(e))
+        return fn(*args, **kwargs)
+    state = _state(cf)
+    entry = _find(state, c, fn)
+    if entry is None:
+        with state.lock:
+            entry = _find(state, c, fn)
+            if entry is None:
+                cf._misses += 1
+                entry = _add(cf, state, c, bound)
+    else:
+        cf._hits += 1
+    state.last = entry
+    entry.calls += 1
+    return _run(entry, bound, args, kwargs, fn)
+
+
+def _state(cf) -> State:
+    s = cf._device
+    if s is None:
+        s = cf._device = State()
+    return s
+
+
+# -- one call described ----------------------------------------------------------------
+@dataclass
+class _Shape:
+    """What calls with the same layouts, devices and repeats share (cached by _describe):
+    the entry key, the stand-ins by argument position, their ids."""
+
+    key: tuple
+    stand_ins: dict[int, np.ndarray]
+    ids: set
+
+
+_shapes: OrderedDict = OrderedDict()
+_SHAPES = 512
+_shapes_lock = threading.Lock()
+
+
+def _describe(bound: list) -> _Call:
+    arrays: dict[int, cuda_arrays.DeviceArray] = {}
+    for i, a in enumerate(bound):
+        lib = cuda_arrays.library_of(a)
+        if lib is not None:
+            try:
+                arrays[i] = cuda_arrays.read(a, i, lib)
+            except TypeError as e:
+                raise _Plain(str(e)) from None
+    items = list(arrays.items())
+    first = items[0][1]
+    lib, device = first.library, first.device
+    same: dict[int, int] = {}
+    for k, (i, d) in enumerate(items[1:], 1):
+        if d.library is not lib:
+            names = sorted({e.library.name for e in arrays.values()})
+            raise _Plain(f"CUDA arrays of several libraries ({', '.join(names)})")
+        if d.device != device:
+            devices = sorted({e.device for e in arrays.values()})
+            raise _Plain(f"CUDA arrays on devices {devices}; a kernel runs on one device")
+        lo, hi = d.span()
+        for j, e in items[:k]:
+            if j in same:
+                continue  # a repeat: its first occurrence answers for it
+            if bound[j] is bound[i] or d.same_view(e):
+                same[i] = j
+                break
+            elo, ehi = e.span()
+            if lo < ehi and elo < hi:
+                raise _Plain(f"arguments {j} and {i} overlap in device memory without being "
+                             "the same view; dynexpr does not model partial overlap")
+    look = tuple((i, type(bound[i]), d.layout, d.readonly, d.device, same.get(i))
+                 for i, d in items)
+    shape = _shapes.get(look)
+    if shape is None:
+        shape = _shape(look, arrays, lib, device)
+    meta = list(bound)
+    for i, x in shape.stand_ins.items():
+        meta[i] = x
+    return _Call(shape.key, meta, shape.ids, lib, device, arrays)
+
+
+def _shape(look: tuple, arrays: dict, lib, device: int) -> _Shape:
+    cap = _capabilities.get((lib.name, device))
+    if cap is None:
+        cap = _capabilities[(lib.name, device)] = tuple(lib.capability(device))
+    stand_ins: dict[int, np.ndarray] = {}
+    for i, _, _, _, _, first in look:
+        stand_ins[i] = stand_ins[first] if first is not None else arrays[i].stand_in()
+    shape = _Shape(tuple((i, t, dev, cap, first) for i, t, _, _, dev, first in look),
+                   stand_ins, {id(x) for x in stand_ins.values()})
+    with _shapes_lock:
+        _shapes[look] = shape
+        while len(_shapes) > _SHAPES:
+            _shapes.popitem(last=False)
+    return shape
+
+
+_capabilities: dict[tuple[str, int], tuple[int, int]] = {}
+
+
+# -- entries ---------------------------------------------------------------------------
+def _find(state: State, c: _Call, fn) -> Entry | None:
+    for e in state.entries:
+        if e.key == c.key and (e.guards is None or e.guards.holds(c.meta, fn)):
+            return e
+    return None
+
+
+def _add(cf, state: State, c: _Call, bound: list) -> Entry:
+    fn = cf._fn
+    if len(state.entries) >= config.recompile_limit:
+        warn_once(("device-limit", id(cf)),
+                  f"dynexpr: {fn.__qualname__} reached recompile_limit="
+                  f"{config.recompile_limit} entries for CUDA arrays; further new "
+                  "argument kinds run as plain Python")
+        return Entry(c.key, None, f"recompile_limit ({config.recompile_limit}) reached")
+    _note_shapes(cf, state, c)
+    try:
+        tr = _translate(cf, state, c)
+    except Unsupported as e:
+        entry = Entry(c.key, GuardSet(e.guards), f"graph break: {e.to_reason()}")
+        state.entries.append(entry)
+        return entry
+    entry = Entry(c.key, GuardSet(tr.guards), translation=tr, library=c.library)
+    state.entries.append(entry)
+    why = _why_plain(tr, c, fn)
+    if why is not None:
+        entry.reason = why
+        return entry
+    graph = tr.graph
+    if not graph.outputs and not graph.mutations:
+        entry.compiled = _nothing
+        return entry
+    backend = _backend(cf)
+    unavailable = backend.unavailable()
+    if unavailable is not None:
+        entry.reason = f"the {backend.name} backend is not available ({unavailable})"
+        warn_once(("device-unavailable", backend.name),
+                  f"dynexpr: CUDA arrays: {entry.reason}; captured functions run as plain "
+                  "Python on the arrays' library")
+        return entry
+    inputs = [resolve(s, bound, fn) for s in tr.input_sources]
+    try:
+        plan = backend.codegen(graph, inputs, fuse=cf.fuse)
+    except NotImplementedError as e:
+        entry.reason = f"not generated for CUDA yet: {e}"
+        warn_once(("device-missing", str(e)),
+                  f"dynexpr: {fn.__qualname__}: {entry.reason}; it runs as plain Python "
+                  "on the arrays' library")
+        return entry
+    ready = backend.cached(plan)
+    if plan.key is None or ready is not None:
+        entry.compiled = ready
+    elif config.background_compile and cf.mode != "max-autotune":
+        entry.compiled = background.submit(lambda: backend.build(plan),
+                                           f"{fn.__qualname__} (CUDA unit {plan.key[:12]})")
+    else:
+        entry.compiled = backend.build(plan)
+    cf._compiles += 1
+    return entry
+
+
+def _translate(cf, state: State, c: _Call):
+    fn = cf._fn
+    wants = cf.dynamic is True or state.dyn
+    if cf.dynamic is not False and wants:
+        def policy(source, axis, a):
+            ok = source[0] == "arg" and id(a) in c.stand_ins and \
+                (cf.dynamic is True or (source, axis) in state.dyn)
+            return (2, None) if ok else None
+
+        try:
+            tr, _ = translate_dynamic(
+                fn, c.meta, policy, run=lambda st: translate(fn, c.meta, st, False, device=True))
+        except Unsupported:
+            tr = None
+        if tr is not None:
+            return tr
+    return translate(fn, c.meta, resumable=False, device=True)
+
+
+def _note_shapes(cf, state: State, c: _Call) -> None:
+    """dynamic=None: an argument axis seen with two extents is dynamic from then on (as
+    captured.py's automatic dynamic shapes)."""
+    if cf.dynamic is not None:
+        return
+    for i, d in c.arrays.items():
+        src = ("arg", i)
+        seen = state.shapes.setdefault(src, d.shape)
+        if len(seen) == len(d.shape):
+            state.dyn.update((src, ax) for ax, (a, b) in enumerate(zip(seen, d.shape))
+                             if a != b)
+
+
+def _why_plain(tr, c: _Call, fn) -> str | None:
+    if tr.template is None or tr.resume is not None:
+        return "graph break"
+    for s in tr.input_sources:
+        v = resolve(s, c.meta, fn)
+        if isinstance(v, np.ndarray) and id(v) not in c.stand_ins:
+            where = "argument" if s[0] == "arg" else "global or closure"
+            return (f"it reads a NumPy array (a {where}) next to CUDA arrays; kernels read "
+                    "device memory only, so plain Python decides (CuPy raises TypeError)")
+    bad = _template_kinds(tr.template) - {"out", "src", "tuple", "const", "list", "dict"}
+    if bad:
+        return f"its result holds {', '.join(sorted(bad))} nodes (views of an argument)"
+    if not c.library.numpy_api:
+        used = sorted(tr.api)
+        if used:
+            return (f"{c.library.name} arrays and NumPy's API ({', '.join(used[:4])}): "
+                    f"{c.library.name} gives these other meanings, so its own run decides "
+                    "(Note [which libraries speak NumPy])")
+        kinds = {v.dtype for v in tr.graph.values} | {v.dtype for v in tr.graph.outputs}
+        inputs = {d.dtype for d in c.arrays.values()}
+        if not inputs <= set(_FLOATS) or not kinds <= {*_FLOATS, "bool"}:
+            return (f"{c.library.name} arrays with integer values: {c.library.name}'s "
+                    "promotion differs from NumPy's (int / int is float32 there)")
+    return None
+
+
+def _template_kinds(t) -> set:
+    kind = t[0]
+    if kind in ("tuple", "list"):
+        return {kind}.union(*(_template_kinds(x) for x in t[1])) if t[1] else {kind}
+    if kind == "dict":
+        return {kind}.union(*(_template_kinds(x) for _, x in t[1])) if t[1] else {kind}
+    return {kind}
+
+
+def _backend(cf):
+    b = cf._backend
+    return b if getattr(b, "targets_cuda", False) else backends.get("cuda")
+
+
+def _nothing(*_: Any) -> tuple:
+    return ()
+
+
+# -- running an entry --------------------------------------------------------------------
+def _run(entry: Entry, bound: list, args: tuple, kwargs: dict, fn) -> Any:
+    compiled = entry.compiled
+    if compiled is None:
+        return fn(*args, **kwargs)
+    if isinstance(compiled, background.Job):
+        job = compiled
+        if not job.done:
+            return fn(*args, **kwargs)  # the caller's library op by op meanwhile
+        if job.error is not None:
+            if not config.suppress_errors:
+                raise job.error
+            entry.compiled, entry.reason = None, f"its CUDA unit failed to build: {job.error}"
+            warn_once(("device-build", id(entry)), f"dynexpr: {entry.reason}")
+            return fn(*args, **kwargs)
+        compiled = entry.compiled = job.result
+    tr = entry.translation
+    outs = compiled(*[resolve(s, bound, fn) for s in tr.input_sources])
+    return _result(tr.template, outs, bound, fn, entry.library)
+
+
+def _result(t: tuple, outs: tuple, bound: list, fn, lib) -> Any:
+    """The return value from the output template; a 0-d result stays a 0-d array of the
+    library, which is what CuPy and torch return for x.sum()."""
+    kind = t[0]
+    if kind == "out":
+        a = outs[t[1]]
+        return lib.copy(a) if t[3] else a
+    if kind == "src":
+        return resolve(t[1], bound, fn)
+    if kind == "tuple":
+        return tuple(_result(c, outs, bound, fn, lib) for c in t[1])
+    if kind == "list":
+        return [_result(c, outs, bound, fn, lib) for c in t[1]]
+    if kind == "dict":
+        return {k: _result(c, outs, bound, fn, lib) for k, c in t[1]}
+    v = t[1]  # "const"
+    return type(v)(v) if isinstance(v, (list, dict, set)) else v
+
+
+# -- explain ---------------------------------------------------------------------------
+def describe(cf) -> list[str]:
+    """One line per device-path entry of cf: its key and what it runs."""
+    s = cf._device
+    if s is None:
+        return []
+    lines = []
+    for n, e in enumerate(s.entries, 1):
+        lib = e.library.name if e.library is not None else "?"
+        if e.compiled is None:
+            what = f"plain Python ({e.reason})"
+        elif isinstance(e.compiled, background.Job) and not e.compiled.done:
+            what = "plain Python while its CUDA unit compiles in the background"
+        else:
+            what = "CUDA kernels"
+        lines.append(f"device entry {n} ({lib} arrays, {e.calls} calls): {what}")
+    return lines
+
+
+def explain(fn, target, bound: list) -> tuple:
+    """dynexpr.explain for a call with CUDA arrays: (graphs, break reasons, guards,
+    device lines) of the translation on the stand-ins, the device lines saying what the
+    call runs (kernels, or plain Python and why); explain.py prints them."""
+
+    def out(graphs, breaks, guards, device):
+        return graphs, breaks, guards, device
+
+    try:
+        c = _describe(bound)
+    except _Plain as e:
+        return out([], [], [], [f"runs as plain Python on the arrays' library: {e}"])
+    cap = c.key[0][3]
+    where = (f"{c.library.name} arrays on CUDA device {c.device} (compute capability "
+             f"{cap[0]}.{cap[1]}; guarded with the library, device and capability)")
+    try:
+        tr = translate(target, c.meta, resumable=False, device=True)
+    except Unsupported as e:
+        what = ("runs as plain Python on the arrays' library: a graph break (below); "
+                "resuming after a break is not done on the device path")
+        return out([], [e.to_reason()], list(e.guards), [where, what])
+    guards = list(tr.guards)
+    why = _why_plain(tr, c, target)
+    if why is not None:
+        return out([tr.graph], [], guards, [where, f"runs as plain Python: {why}"])
+    backend = fn._backend if getattr(getattr(fn, "_backend", None), "targets_cuda", False) \
+        else backends.get("cuda")
+    unavailable = backend.unavailable()
+    if unavailable is not None:
+        what = (f"would run as CUDA kernels through backend {backend.name!r}, which is not "
+                f"available here ({unavailable}): runs as plain Python on the arrays' library")
+        return out([tr.graph], [], guards, [where, what])
+    try:
+        plan = backend.codegen(tr.graph, [resolve(s, bound, target) for s in tr.input_sources],
+                               fuse=getattr(fn, "fuse", True))
+    except NotImplementedError as e:
+        what = f"runs as plain Python: not generated for CUDA yet ({e})"
+        return out([tr.graph], [], guards, [where, what])
+    unit = plan.detail[0] if isinstance(plan.detail, tuple) else plan.detail
+    launches = len(unit.launches) if unit is not None else 0
+    what = (f"runs as one CUDA unit of {launches} kernel launches through backend "
+            f"{backend.name!r}; results are {c.library.name} arrays allocated on its "
+            "current stream")
+    return out([tr.graph], [], guards, [where, what])

@@ -1,0 +1,280 @@
+"""Capture with CUDA arrays (Note [the device path] in cuda_run.py), without a GPU: the
+arrays are fake_cuda.FakeArray (__cuda_array_interface__ over host memory, a library
+registered as host memory), the kernels are the cuda backend's generated source run by
+the host emulation. Every result is checked against plain NumPy on the same values:
+values, dtype, shape, and that it is an array of the caller's library."""
+
+import numpy as np
+import pytest
+
+import dynexpr
+from dynexpr import cuda_run
+from dynexpr.backends import cuda_arrays
+from dynexpr.backends.cuda_emulate import CudaEmulationBackend
+
+from fake_cuda import FakeArray, fake_library, fakecupy as fcp
+
+EMU = CudaEmulationBackend()
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def lib():
+    before = dynexpr.config.background_compile
+    dynexpr.config.background_compile = False
+    with fake_library() as lib:
+        yield lib
+    dynexpr.config.background_compile = before
+
+
+def dev(a, device=0):
+    return FakeArray(np.array(a, copy=True), device)
+
+
+def same(got, want, rtol=2e-6):
+    """got: the captured call's result (FakeArrays), want: NumPy's on the same values."""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            same(g, w, rtol)
+        return
+    assert isinstance(got, FakeArray), f"a {type(got).__name__}, not the caller's library's array"
+    w = np.asarray(want)
+    assert got.dtype == w.dtype and got.shape == w.shape, (got.dtype, got.shape, w.dtype, w.shape)
+    np.testing.assert_allclose(got.a, w, rtol=rtol, atol=1e-6 if w.dtype.kind == "f" else 0)
+
+
+def paths(f):
+    return cuda_run.describe(f)
+
+
+def gelu(x, scale):
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3))) * scale
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_pointwise_chain_runs_as_kernels_and_returns_the_callers_arrays(lib, dtype):
+    f = dynexpr.capture(gelu, backend=EMU)
+    xh = RNG.standard_normal((37, 129)).astype(dtype)
+    x = dev(xh)
+    same(f(x, 2.0), gelu(xh, 2.0))
+    same(f(x, 2.0), gelu(xh, 2.0))
+    assert paths(f) == ["device entry 1 (fakecuda arrays, 2 calls): CUDA kernels"]
+    assert f.cache_info()[:3] == (1, 1, 1)
+    assert lib.allocated >= 2  # results allocated through the library, once per call
+    np.testing.assert_array_equal(x.a, xh)  # the argument is untouched
+
+
+def softmax_cupy(x):
+    e = fcp.exp(x - x.max(axis=-1, keepdims=True))
+    return e / fcp.sum(e, axis=-1, keepdims=True)
+
+
+def softmax_np(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def test_functions_written_with_the_librarys_namespace_capture(lib):
+    f = dynexpr.capture(softmax_cupy, backend=EMU)
+    xh = RNG.standard_normal((64, 200)).astype(np.float32)
+    same(f(dev(xh)), softmax_np(xh))
+    assert paths(f)[0].endswith("CUDA kernels")
+    text = str(dynexpr.explain(f, dev(xh)))
+    assert "Graph break count: 0" in text and "fakecuda arrays on CUDA device 0" in text
+    assert "compute capability 9.0" in text and "kernel launches" in text
+
+
+def stats(x, w):
+    mu = x.mean(axis=1, keepdims=True)
+    sd = np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    return (x - mu) / sd * w, x.sum(), np.abs(x).max(axis=0)
+
+
+def test_reductions_keep_numpys_dtypes_and_return_zero_d_arrays_like_cupy(lib):
+    f = dynexpr.capture(stats, backend=EMU)
+    xh = RNG.standard_normal((50, 33)).astype(np.float32)
+    wh = RNG.standard_normal(33).astype(np.float32)
+    got = f(dev(xh), dev(wh))
+    want = stats(xh, wh)
+    same(got, want, rtol=2e-5)
+    assert got[1].shape == () and got[1].dtype == np.float32  # x.sum(): a 0-d array
+
+
+def update(x, y, a):
+    x *= a
+    x[1:] += y[:-1]
+    return x.sum(axis=0)
+
+
+def test_in_place_updates_write_into_the_callers_memory(lib):
+    f = dynexpr.capture(update, backend=EMU)
+    xh = RNG.standard_normal((20, 7))
+    yh = RNG.standard_normal((20, 7))
+    x = dev(xh)
+    got = f(x, dev(yh), 1.5)
+    want_x = xh.copy()
+    want = update(want_x, yh, 1.5)
+    same(got, want)
+    np.testing.assert_allclose(x.a, want_x, rtol=1e-12)
+    assert paths(f)[0].endswith("CUDA kernels")
+
+
+def test_strided_and_transposed_arguments(lib):
+    f = dynexpr.capture(lambda a, b: a * 2.0 + b, backend=EMU)
+    ah = RNG.standard_normal((40, 30)).astype(np.float32)
+    bh = RNG.standard_normal((30, 40)).astype(np.float32)
+    a, b = dev(ah), dev(bh)
+    same(f(a[::2, 1:], b.T[::2, 1:]), ah[::2, 1:] * 2.0 + bh.T[::2, 1:])
+    same(f(a, b.T), ah * 2.0 + bh.T)
+
+
+def test_the_same_array_twice_is_one_input_and_partial_overlap_runs_plain(lib):
+    def axpy(x, y):
+        y += 2.0 * x
+        return y
+
+    f = dynexpr.capture(axpy, backend=EMU)
+    xh = RNG.standard_normal(100)
+    x = dev(xh)
+    r = f(x, x)
+    np.testing.assert_allclose(x.a, 3.0 * xh)
+    assert r is x
+    z = dev(xh)
+    r = f(z[1:], z[:-1])  # overlapping views: the library runs it, as without dynexpr
+    want = xh.copy()
+    axpy(want[1:], want[:-1])
+    np.testing.assert_allclose(z.a, want)
+    assert "overlap in device memory" in cuda_run.describe(f)[-1] or \
+        f._device.last.reason.startswith("arguments 0 and 1 overlap")
+
+
+def test_guards_recompile_for_dtype_device_capability_and_globals(lib):
+    f = dynexpr.capture(gelu, backend=EMU, dynamic=False)
+    xh = RNG.standard_normal((8, 16))
+    same(f(dev(xh), 1.0), gelu(xh, 1.0))
+    same(f(dev(xh.astype(np.float32)), 1.0), gelu(xh.astype(np.float32), 1.0))
+    same(f(dev(xh, device=1), 1.0), gelu(xh, 1.0))  # device 1: capability 8.0
+    assert len(f._device.entries) == 3
+    keys = {e.key[0][2:4] for e in f._device.entries}
+    assert keys == {(0, (9, 0)), (1, (8, 0))}
+    same(f(dev(xh), 3.0), gelu(xh, 3.0))  # a scalar's value is a guard, as on the CPU
+    assert len(f._device.entries) == 4
+
+
+SHIFT = 1.0
+
+
+def shifted(x):
+    return x + SHIFT
+
+
+def test_a_changed_global_recompiles(lib):
+    global SHIFT
+    f = dynexpr.capture(shifted, backend=EMU)
+    xh = RNG.standard_normal(10)
+    same(f(dev(xh)), xh + 1.0)
+    SHIFT = 5.0
+    try:
+        same(f(dev(xh)), xh + 5.0)
+    finally:
+        SHIFT = 1.0
+    assert len(f._device.entries) == 2
+
+
+def test_changing_extents_become_dynamic(lib):
+    f = dynexpr.capture(softmax_np, backend=EMU)
+    for rows in (3, 5, 9, 17):
+        xh = RNG.standard_normal((rows, 12)).astype(np.float32)
+        same(f(dev(xh)), softmax_np(xh))
+    assert len(f._device.entries) == 2  # the second extent made the rows dynamic
+
+
+def breaking(x, n):
+    total = 0.0
+    for i in range(n):
+        v = (x * i).sum()
+        if v.item() > 0:  # .item() in a loop: a graph break
+            total += v.item()
+    return np.exp(x) * total
+
+
+def matmul_gelu(x, w):
+    return gelu(x @ w, 1.0)
+
+
+def test_what_cannot_run_as_kernels_runs_plain_and_right(lib):
+    xh = RNG.standard_normal((6, 5))
+    wh = RNG.standard_normal((5, 4))
+    f = dynexpr.capture(breaking, backend=EMU)
+    same(f(dev(xh), 30), breaking(xh, 30))
+    assert "graph break" in paths(f)[0]
+    g = dynexpr.capture(matmul_gelu, backend=EMU)
+    with pytest.warns(dynexpr.DynexprWarning, match="not generated for CUDA yet"):
+        same(g(dev(xh), dev(wh)), matmul_gelu(xh, wh))
+    assert "not generated for CUDA yet" in paths(g)[0]
+    h = dynexpr.capture(lambda x, y: x + y, backend=EMU)
+    got = h(dev(xh), xh)  # a NumPy array next to a CUDA one: the library decides
+    same(got, xh + xh)
+    assert "NumPy array" in paths(h)[0]
+    text = str(dynexpr.explain(breaking, dev(xh), 30))
+    assert "Graph break count: 1" in text and "plain Python" in text
+
+
+def test_the_cuda_backend_refuses_numpy_arrays_and_runs_plain_without_a_driver(lib):
+    f = dynexpr.capture(gelu, backend="cuda")
+    with pytest.raises(TypeError, match=r"NumPy array.*cupy.asarray.*backend='cpu'"):
+        f(np.ones(3), 1.0)
+    # The default backend: CUDA arrays go to the cuda backend, which needs libcuda and
+    # NVRTC; where they are missing the call runs plain on the library, with a warning.
+    g = dynexpr.capture(gelu)
+    xh = RNG.standard_normal(50)
+    why = dynexpr.backends.get("cuda").unavailable()
+    if why is None:
+        pytest.skip("this machine has a CUDA driver: tests/gpu/ covers the real backend")
+    with pytest.warns(dynexpr.DynexprWarning, match="not available"):
+        same(g(dev(xh), 1.0), gelu(xh, 1.0))
+    assert "not available" in paths(g)[0]
+    assert "not available here" in str(dynexpr.explain(g, dev(xh), 1.0))
+
+
+def test_a_background_compile_runs_plain_until_the_kernel_is_ready(lib):
+    dynexpr.config.background_compile = True
+    f = dynexpr.capture(lambda x: np.sqrt(np.abs(x)) * 3.0 - 1.0, backend=CudaEmulationBackend(strict=True))
+    xh = RNG.standard_normal(300).astype(np.float32)
+    same(f(dev(xh)), np.sqrt(np.abs(xh)) * 3.0 - 1.0)
+    dynexpr.synchronize()
+    same(f(dev(xh)), np.sqrt(np.abs(xh)) * 3.0 - 1.0)
+    assert paths(f)[0].endswith("CUDA kernels")
+
+
+def test_a_library_that_does_not_speak_numpy_runs_operators_only(lib):
+    with fake_library(name="faketorch", numpy_api=False) as torchish:
+        assert cuda_arrays.library_of(dev(np.ones(2))) is torchish
+        f = dynexpr.capture(lambda x, y: (x * y + 1.0) * 0.5 - x / y, backend=EMU)
+        xh, yh = RNG.standard_normal(40), RNG.uniform(1, 2, 40)
+        same(f(dev(xh), dev(yh)), (xh * yh + 1.0) * 0.5 - xh / yh)
+        assert paths(f)[0].endswith("CUDA kernels")
+        g = dynexpr.capture(lambda x: x.max(1), backend=EMU)  # torch: values and indices
+        same(g(dev(xh.reshape(4, 10))), xh.reshape(4, 10).max(1))
+        assert "ndarray.max" in paths(g)[0]
+        h = dynexpr.capture(lambda x: x / 2, backend=EMU)  # int / int: float32 in torch
+        same(h(dev(np.arange(6))), np.arange(6) / 2)
+        assert "integer values" in paths(h)[0]
+
+
+def test_unusable_arrays_run_plain_and_name_why(lib):
+    class OldInterface(FakeArray):
+        @property
+        def __cuda_array_interface__(self):
+            return {**super().__cuda_array_interface__, "version": 2}
+
+    f = dynexpr.capture(lambda x: x * 2.0, backend=EMU)
+    x = OldInterface(np.arange(4.0))
+    got = f(x)
+    np.testing.assert_array_equal(got.a, np.arange(4.0) * 2.0)
+    assert "version 2" in f._device.last.reason
+    xs = [dev(np.ones(3)), dev(np.ones(3), device=1)]
+    g = dynexpr.capture(lambda a, b: a + b, backend=EMU)
+    g(*xs)
+    assert "devices [0, 1]" in g._device.last.reason
