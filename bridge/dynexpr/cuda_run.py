@@ -20,7 +20,7 @@ entry's NumPy guards, so NumPy calls never reach this module. A call with CUDA a
   arrays, results allocated through the arguments' library on its current stream.
 An entry that cannot run on the device runs the function as plain Python, on the
 caller's library op by op, which is the fallback tier: a graph break, a graph the CUDA
-codegen does not generate yet (matmul, loops), a NumPy array read next to CUDA ones, no
+codegen does not generate yet (loops), a NumPy array read next to CUDA ones, no
 NVRTC or driver, a library that does not speak NumPy using NumPy's API (Note [which
 libraries speak NumPy] in backends/cuda_arrays.py). While a kernel compiles in the
 background (config.background_compile), its entry runs plain as well, and the first call
@@ -303,6 +303,9 @@ def _why_plain(tr, c: _Call, fn) -> str | None:
     if tr.template is None or tr.resume is not None:
         return "graph break"
     for s in tr.input_sources:
+        if s[0] == "as0d":  # a scalar argument as a 0-d array: a loop's trip count
+            return ("not generated for CUDA yet: a loop (its trip count, a scalar argument, "
+                    "is a 0-d array input)")
         v = resolve(s, c.meta, fn)
         if isinstance(v, np.ndarray) and id(v) not in c.stand_ins:
             where = "argument" if s[0] == "arg" else "global or closure"
@@ -441,8 +444,10 @@ def explain(fn, target, bound: list) -> tuple:
         what = f"runs as plain Python: not generated for CUDA yet ({e})"
         return out([tr.graph], [], guards, [where, what])
     unit = plan.detail[0] if isinstance(plan.detail, tuple) else plan.detail
-    launches = len(unit.launches) if unit is not None else 0
-    what = (f"runs as one CUDA unit of {launches} kernel launches through backend "
-            f"{backend.name!r}; results are {c.library.name} arrays allocated on its "
-            "current stream")
+    launches = list(unit.launches) if unit is not None else []
+    calls = [la.library_call[0] for la in launches if la.library_call is not None]
+    extra = f" and {len(calls)} {c.library.name} calls ({', '.join(calls)})" if calls else ""
+    what = (f"runs as one CUDA unit of {len(launches) - len(calls)} kernel launches{extra} "
+            f"through backend {backend.name!r}; results are {c.library.name} arrays "
+            "allocated on its current stream")
     return out([tr.graph], [], guards, [where, what])

@@ -144,6 +144,7 @@ class FakeLibrary(cuda_arrays.Library):
         self.numpy_api = numpy_api
         self.name = name
         self.allocated = 0
+        self.matmuls = 0
 
     def owns(self, x):
         return isinstance(x, FakeArray)
@@ -157,6 +158,10 @@ class FakeLibrary(cuda_arrays.Library):
     def empty(self, shape, dtype, device, like):
         self.allocated += 1
         return FakeArray(np.empty(shape, dtype), device)
+
+    def matmul(self, a, b, out):
+        self.matmuls += 1
+        np.matmul(a.a, b.a, out=out.a)
 
 
 @contextmanager

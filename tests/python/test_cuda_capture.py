@@ -4,15 +4,14 @@ registered as host memory), the kernels are the cuda backend's generated source 
 the host emulation. Every result is checked against plain NumPy on the same values:
 values, dtype, shape, and that it is an array of the caller's library."""
 
+import dynexpr
 import numpy as np
 import pytest
-
-import dynexpr
 from dynexpr import cuda_run
 from dynexpr.backends import cuda_arrays
 from dynexpr.backends.cuda_emulate import CudaEmulationBackend
-
-from fake_cuda import FakeArray, fake_library, fakecupy as fcp
+from fake_cuda import FakeArray, fake_library
+from fake_cuda import fakecupy as fcp
 
 EMU = CudaEmulationBackend()
 RNG = np.random.default_rng(7)
@@ -199,8 +198,27 @@ def breaking(x, n):
     return np.exp(x) * total
 
 
-def matmul_gelu(x, w):
-    return gelu(x @ w, 1.0)
+def matmul_gelu(x, w, b):
+    return gelu(x @ w + b, 1.0), (x.T @ x) * 0.5
+
+
+def recurrence(x, steps):
+    for _ in range(steps):  # a loop node (rerolled): not generated for CUDA yet
+        x = 0.9 * x + 0.1 * np.tanh(x)
+    return x
+
+
+def test_matrix_products_run_through_the_library_between_the_kernels(lib):
+    xh = RNG.standard_normal((64, 48)).astype(np.float32)
+    wh = RNG.standard_normal((48, 32)).astype(np.float32)
+    bh = RNG.standard_normal(32).astype(np.float32)
+    f = dynexpr.capture(matmul_gelu, backend=EMU)
+    same(f(dev(xh), dev(wh), dev(bh)), matmul_gelu(xh, wh, bh), rtol=2e-5)
+    assert paths(f)[0].endswith("CUDA kernels")
+    assert lib.matmuls == 2  # x @ w and x.T @ x (its operand transposed into a workspace)
+    v = RNG.standard_normal(48)
+    g = dynexpr.capture(lambda a, v: 2.0 * (a @ v), backend=EMU)
+    same(g(dev(xh.astype(np.float64)), dev(v)), 2.0 * (xh.astype(np.float64) @ v))
 
 
 def test_what_cannot_run_as_kernels_runs_plain_and_right(lib):
@@ -209,10 +227,9 @@ def test_what_cannot_run_as_kernels_runs_plain_and_right(lib):
     f = dynexpr.capture(breaking, backend=EMU)
     same(f(dev(xh), 30), breaking(xh, 30))
     assert "graph break" in paths(f)[0]
-    g = dynexpr.capture(matmul_gelu, backend=EMU)
-    with pytest.warns(dynexpr.DynexprWarning, match="not generated for CUDA yet"):
-        same(g(dev(xh), dev(wh)), matmul_gelu(xh, wh))
-    assert "not generated for CUDA yet" in paths(g)[0]
+    g = dynexpr.capture(recurrence, backend=EMU)
+    same(g(dev(xh), 500), recurrence(xh, 500))
+    assert "not generated for CUDA yet: a loop" in paths(g)[0]
     h = dynexpr.capture(lambda x, y: x + y, backend=EMU)
     got = h(dev(xh), xh)  # a NumPy array next to a CUDA one: the library decides
     same(got, xh + xh)

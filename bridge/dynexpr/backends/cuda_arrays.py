@@ -65,6 +65,11 @@ class Library:
     def copy(self, x: Any) -> Any:
         return x.copy()
 
+    def matmul(self, a: Any, b: Any, out: Any) -> None:
+        """out[...] = a @ b by the library (cuBLAS for CuPy and torch), on its current
+        stream (Note [matmul through the library] in cuda_codegen.py)."""
+        raise NotImplementedError(f"dynexpr: the {self.name} library has no matmul here")
+
     def __repr__(self) -> str:
         return f"<dynexpr CUDA array library {self.name!r}>"
 
@@ -95,6 +100,11 @@ class CuPy(Library):
         with cupy.cuda.Device(device):
             return int(cupy.cuda.get_current_stream().ptr)
 
+    def matmul(self, a: Any, b: Any, out: Any) -> None:
+        import cupy
+        with cupy.cuda.Device(out.device.id):
+            cupy.matmul(cupy.asarray(a), cupy.asarray(b), out=out)
+
 
 class Torch(Library):
     name = "torch"
@@ -121,6 +131,10 @@ class Torch(Library):
 
     def copy(self, x: Any) -> Any:
         return x.clone()
+
+    def matmul(self, a: Any, b: Any, out: Any) -> None:
+        import torch
+        torch.matmul(a, b, out=out)
 
 
 class Interface(Library):
@@ -150,6 +164,9 @@ class Interface(Library):
 
     def stream(self, device: int, like: Any) -> int:
         return _cupy.stream(device, like)
+
+    def matmul(self, a: Any, b: Any, out: Any) -> None:
+        _cupy.matmul(a, b, out)
 
 
 _cupy = CuPy()

@@ -30,7 +30,9 @@ Note [cuda kernels]
   copy (two kernels).
 - A run of kernels in which rows never mix (softmax, layernorm, logsumexp) is one
   kernel, a block per row (Note [cuda row kernels] in cuda_rows.py).
-Not generated yet (NotImplementedError naming it): matmul, loops.
+- A matrix product is the arguments' library's (cuBLAS through cupy.matmul), a step
+  between the kernels (Note [matmul through the library]).
+Not generated yet (NotImplementedError naming it): loops.
 argmin/argmax take one block per output element (no grid split yet).
 
 """
@@ -70,6 +72,9 @@ class Launch:
     # ("ptr", array) | ("stride", array, axis) | ("scalar", dtype, value)
     # | ("count", python expression over the dynamic extents n_<name>)
     args: list = field(default_factory=list)
+    # Not a kernel of the unit: ("matmul", a, b, out) array names, run by the arguments'
+    # library (Note [matmul through the library])
+    library_call: tuple | None = None
 
 
 @dataclass
@@ -86,6 +91,29 @@ def resolve(unit: CudaUnit, inputs) -> dict:
     """The dynamic extents' values (n_<name>) for one call, read from the inputs' shapes."""
     return {f"n_{name}": int(inputs[i].shape[axis])
             for name, (i, axis) in unit.schedule.symbols.items()}
+
+
+def _matmul_shape(a: tuple, b: tuple) -> tuple | None:
+    """np.matmul's result shape for operand shapes a and b; None where a dynamic batch
+    extent leaves it open."""
+    if len(a) == 1 and len(b) == 1:
+        return ()
+    if len(a) == 1:
+        return (*b[:-2], b[-1])
+    if len(b) == 1:
+        return tuple(a[:-1])
+    ba, bb = a[:-2], b[:-2]
+    n = max(len(ba), len(bb))
+    ba, bb = (1,) * (n - len(ba)) + tuple(ba), (1,) * (n - len(bb)) + tuple(bb)
+    batch = []
+    for x, y in zip(ba, bb):
+        if x == y or y == 1:
+            batch.append(x)
+        elif x == 1:
+            batch.append(y)
+        else:
+            return None
+    return (*batch, a[-2], b[-1])
 
 
 def evaluate(expr, dims: dict) -> int:
@@ -109,6 +137,7 @@ class _Unit(Reductions, Rows):
         self.launches: list[Launch] = []
         self.contiguous = contiguous
         self.n_work = 0
+        self.n_synthetic = 0  # values made by the generator itself (_synthetic)
         self.dims = list(s.symbols)  # dynamic extents: parameters of every kernel
         shapes = [a.shape for a in self.arrays.values()] + [
             st.buffer.shape for k in s.kernels for st in k.stores] + [
@@ -145,9 +174,13 @@ class _Unit(Reductions, Rows):
                 self.row_kernel(rows[n])
                 skip = rows[n].last
                 continue
-            if k.kind in ("matmul", "loop", "loop_out"):
+            if k.kind in ("loop", "loop_out"):
                 raise NotImplementedError(f"dynexpr cuda codegen: {k.kind} is not generated "
                                           "for CUDA yet")
+            if k.kind == "matmul":
+                for st in k.stores:
+                    self.matmul(st.value, self.array_of(st.buffer))
+                continue
             if k.kind == "pointwise":
                 self.pointwise(k.stores)
             elif k.kind == "reduction":
@@ -214,6 +247,50 @@ class _Unit(Reductions, Rows):
                             f"{name}({params}) {{")
         self.kernels += ["  " + ln for ln in body] + ["}", ""]
         self.launches.append(Launch(name, grid, block, [arg for _, arg in k.params]))
+
+    # -------------------------------------------------------------------- matmul
+    def matmul(self, v: ir.Value, dest: Array) -> None:
+        """Note [matmul through the library]
+        A product is not a generated kernel: the unit asks the arguments' library for it
+        (cupy.matmul, i.e. cuBLAS, torch.matmul; launch.library_call), on the stream the
+        kernels run on, between the kernels that produce its operands and those that read
+        it, as Inductor calls extern mm kernels. An operand that is not an array of the
+        unit (a fused expression, a transposed or sliced view) is first written to a
+        workspace by a kernel; the folded scale and bias (Note [alpha/beta folding] in
+        blas_fold.py) are one pointwise kernel over the product afterwards."""
+        a, b = (self.operand(u) for u in v.args[:2])
+        want = _matmul_shape(a.shape, b.shape)
+        if want is not None and tuple(want) != tuple(v.shape):
+            raise NotImplementedError(f"dynexpr cuda codegen: matmul of {a.shape} and "
+                                      f"{b.shape} into {v.shape}")
+        self.launches.append(Launch(f"matmul{len(self.launches)}", 0, 0,
+                                    library_call=("matmul", a.name, b.name, dest.name)))
+        rest = list(v.args[2:])
+        alpha = rest.pop(0) if v.attr("scaled") else None
+        bias = rest.pop(0) if v.attr("bias") else None
+        if alpha is None and bias is None:
+            return
+        e = self._synthetic("input", (), v.shape, v.dtype, (("workspace", dest.name),))
+        if alpha is not None:
+            e = self._synthetic("multiply", (alpha, e), v.shape, v.dtype)
+        if bias is not None:
+            e = self._synthetic("add", (e, bias), v.shape, v.dtype)
+        self._pointwise_kernel(tuple(v.shape), [(e, dest, None)])
+
+    def operand(self, u: ir.Value) -> Array:
+        st = self.s.storage.get(u.id)
+        if u.op == "input" and not u.attr("workspace"):
+            return self.arrays[f"x{u.attr('index')}"]
+        if isinstance(st, Buffer):
+            return self.array_of(st)
+        w = self.workspace(u.dtype, tuple(u.shape))
+        self._pointwise_kernel(tuple(u.shape), [(u, w, None)])
+        return w
+
+    def _synthetic(self, op: str, args: tuple, shape, dtype: str, attrs: tuple = ()) -> ir.Value:
+        """A value made here (not in the graph), with an id no graph value has."""
+        self.n_synthetic += 1
+        return ir.Value(op, args, dtype, tuple(shape), attrs, 1_000_000_000 + self.n_synthetic)
 
     # ------------------------------------------------------------------- setitem
     def setitem(self, v: ir.Value, b: Buffer) -> None:

@@ -60,14 +60,23 @@ FLAGS = ("-O1", "-std=c++20", "-shared", "-fPIC", "-fno-strict-aliasing",
 
 
 def driver(unit: CudaUnit) -> str:
-    """extern "C" int dxcu_run(void** arrays, const long long* vals): every launch of the
-    unit in order; arrays in unit.arrays order; vals the call's run-time numbers in
-    slots(unit) order (grids, strides, dynamic extents); returns the unit's error word."""
+    """extern "C" int dxcu_run_<s>(void** arrays, const long long* vals), one per segment
+    of the unit's launches between two library calls (Note [matmul through the library]
+    in cuda_codegen.py), the launches of the segment in order; arrays in unit.arrays
+    order; vals the call's run-time numbers in slots(unit) order (grids, strides, dynamic
+    extents); each returns the unit's error word."""
     names = list(unit.arrays)
     pos = {slot: k for k, slot in enumerate(slots(unit))}
-    lines = ['extern "C" int dxcu_run(void** arrays, const long long* vals) {',
+    lines = ['extern "C" int dxcu_run_0(void** arrays, const long long* vals) {',
              "  (void)vals;", "  dxcu_error = 0;"]
+    seg = 0
     for n, la in enumerate(unit.launches):
+        if la.library_call is not None:
+            seg += 1
+            lines += ["  return dxcu_error;", "}",
+                      f'extern "C" int dxcu_run_{seg}(void** arrays, const long long* vals) {{',
+                      "  (void)vals;"]
+            continue
         args = []
         for arg in la.args:
             if arg[0] == "ptr":
@@ -123,9 +132,11 @@ def build(unit: CudaUnit) -> Path:
 def emulate(unit: CudaUnit):
     """f(*inputs) -> outputs running unit's launches on the host (eager.py's convention)."""
     lib = ctypes.CDLL(str(build(unit)))
-    run = lib.dxcu_run
-    run.restype = ctypes.c_int
-    run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong)]
+    calls = [la.library_call for la in unit.launches if la.library_call is not None]
+    segments = [getattr(lib, f"dxcu_run_{s}") for s in range(len(calls) + 1)]
+    for run in segments:
+        run.restype = ctypes.c_int
+        run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong)]
     names = list(unit.arrays)
     order = slots(unit)
 
@@ -140,7 +151,17 @@ def emulate(unit: CudaUnit):
                 vals.append(b.strides[slot[1]][slot[2]])
             else:
                 vals.append(evaluate(slot[1], b.dims))
-        err = run(ptrs, (ctypes.c_longlong * max(1, len(vals)))(*vals))
+        cvals = (ctypes.c_longlong * max(1, len(vals)))(*vals)
+        err = 0
+        for s, run in enumerate(segments):
+            if s:  # the library call between segments s-1 and s
+                op, *arrays = calls[s - 1]
+                args = [b.arrays[n] for n in arrays]
+                if b.library is None:
+                    getattr(np, op)(*args[:-1], out=args[-1])
+                else:
+                    getattr(b.library, op)(*args[:-1], out=args[-1])
+            err = err or run(ptrs, cvals)
         if err:
             raise ValueError(ERRORS.get(err, f"dynexpr: CUDA unit error {err}"))
         return b.results(unit, inputs)
