@@ -223,7 +223,6 @@ def test_matrix_products_run_through_the_library_between_the_kernels(lib):
 
 def test_what_cannot_run_as_kernels_runs_plain_and_right(lib):
     xh = RNG.standard_normal((6, 5))
-    wh = RNG.standard_normal((5, 4))
     f = dynexpr.capture(breaking, backend=EMU)
     same(f(dev(xh), 30), breaking(xh, 30))
     assert "graph break" in paths(f)[0]
