@@ -239,6 +239,22 @@ TEST_CASE_TEMPLATE("simd::Exp2 stays within its ULP bound", D, FloatFull, FloatP
   CHECK(w.ulp <= bound<T>(1, 1));
 }
 
+TEST_CASE_TEMPLATE("simd::ExpInRange stays within its ULP bound on its range", D, FloatFull,
+                   FloatPartial, FloatPair, DoubleFull, DoublePair) {
+  using T = hn::TFromD<D>;
+  const D d;
+  Gen<T> g;
+  const double lo = sizeof(T) == 4 ? -86.9 : -707.5, hi = sizeof(T) == 4 ? 88.3 : 709.0;
+  auto x = g.uniforms(lo, hi);
+  append(x, g.uniforms(-2, 2, 4096));
+  for (T v : {T(lo), T(hi), T(0), T(-0.0), T(1), T(-1), T(0.5), T(-0.5)}) x.push_back(v);
+  for (int k = static_cast<int>(lo); k <= hi; ++k) x.push_back(static_cast<T>(k));
+  const auto w = measure1(
+      d, [](auto dd, auto v) { return simd::ExpInRange(dd, v); }, [](LD v) { return std::exp(v); }, x);
+  report("ExpInRange", "[lo, hi] + edges", d, w, bound<T>(1.01, 1));
+  CHECK(w.ulp <= bound<T>(1.01, 1));
+}
+
 TEST_CASE_TEMPLATE("simd::Pow stays within its ULP bound", D, FloatFull, FloatPartial, FloatPair,
                    DoubleFull, DoublePair) {
   using T = hn::TFromD<D>;

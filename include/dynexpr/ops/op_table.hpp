@@ -886,8 +886,8 @@ struct exp_op : float_unary_rule {
   static V simd([[maybe_unused]] D d, V x) {
     using T = hn::TFromD<D>;
     (void)sizeof(T);
-    return detail::guarded(d, x, detail::within(d, x, sizeof(T) == 4 ? -87.0 : -708.0, sizeof(T) == 4 ? 88.7 : 709.0),
-                           [&](V x) { return hn::Exp(d, x); },
+    return detail::guarded(d, x, detail::within(d, x, sizeof(T) == 4 ? -86.9 : -707.5, sizeof(T) == 4 ? 88.3 : 709.0),
+                           [&](V x) { return simd::ExpInRange(d, x); },
                            [](T x) { return std::exp(x); });
   }
 };
