@@ -508,3 +508,25 @@ def test_scientific_corpus_emulated(c):
     assert bool(generated or missing) == bool(graphs), (graphs, generated, missing)
     for why in missing:
         assert "matmul" in why or "loop" in why, why
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_vector_loads_where_aligned_and_the_element_loop_elsewhere(dtype):
+    """Note [vector loads]: a contiguous same-shape kernel moves 16 bytes per access when
+    every pointer is aligned; a view at an odd offset takes the element loop, and the
+    n % width remainder the tail loop. Both against NumPy, through the emulation."""
+    def f(x, y):
+        return x * 3 + y * y
+
+    rng = np.random.default_rng(5)
+    base = (rng.standard_normal(1004) * 10).astype(dtype)
+    other = (rng.standard_normal(1003) * 10).astype(dtype)
+    ex = dynexpr.explain(f, base[:1003], other)
+    unit = cuda_codegen.generate(schedule(ex.graphs[0]), {0, 1})
+    width = 16 // np.dtype(dtype).itemsize
+    assert f"dxcu_vec<{cuda_codegen.CT[dtype]}, {width}>" in unit.source
+    captured = dynexpr.capture(f, backend=CudaEmulationBackend(strict=True), dynamic=False)
+    for x in (base[:1003], base[1:]):  # aligned, then 1 element off (element loop)
+        got = captured(x, other)
+        np.testing.assert_array_equal(got, f(x, other))
+        assert got.dtype == f(x, other).dtype

@@ -40,6 +40,7 @@ argmin/argmax take one block per output element (no grid split yet).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from .. import codegen, ir
@@ -91,6 +92,9 @@ def resolve(unit: CudaUnit, inputs) -> dict:
     """The dynamic extents' values (n_<name>) for one call, read from the inputs' shapes."""
     return {f"n_{name}": int(inputs[i].shape[axis])
             for name, (i, axis) in unit.schedule.symbols.items()}
+
+
+ITEMSIZE = {"bool": 1, "uint8": 1, "int32": 4, "int64": 8, "float32": 4, "float64": 8}
 
 
 def _matmul_shape(a: tuple, b: tuple) -> tuple | None:
@@ -233,11 +237,65 @@ class _Unit(Reductions, Rows):
         n = prod(k.shape)
         I = self.I
         name = f"k{len(self.launches)}"
+        element = k.unravel("i", k.shape, k.idx) + k.lines + stores
         body = [(f"  for ({I} i = ({I})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; "
                  f"i += ({I})gridDim.x * blockDim.x) {{")]
-        body += ["    " + ln for ln in k.unravel("i", k.shape, k.idx) + k.lines + stores]
-        body += ["  }"]
-        self.add_kernel(name, k, ["DXCU_THREADS {", *body, "}"], self._grid(n), BLOCK)
+        body += ["    " + ln for ln in element] + ["  }"]
+        width = self._vector_width(k, stores)
+        if width:
+            body = self._vectorised(k, element, stores, width, n, body)
+        vn = None if not width else (static(n) // width + 1 if static(n) is not None
+                                     else f"({n}) // {width} + 1")
+        grid = self._grid(n if not width else str(vn))
+        self.add_kernel(name, k, ["DXCU_THREADS {", *body, "}"], grid, BLOCK)
+
+    def _vector_width(self, k: _Kernel, stores: list[str]) -> int:
+        """Note [vector loads]
+        A pointwise kernel whose every read and store is at the loop's own linear index
+        (contiguous buffers of the loop's shape: no broadcast, stride or view) moves
+        `width` consecutive elements per access, 16 bytes of its widest dtype, when every
+        pointer is aligned to its access (checked per launch, in the kernel: a view at an
+        odd offset takes the element loop). The element body is the same text, run on
+        registers for j < width (unrolled); the remainder n % width takes the element
+        loop. Other kernels stay element by element."""
+        written = {st.split("[", 1)[0] for st in stores}
+        if any(not st.split("[", 1)[1].startswith("i] = ") for st in stores):
+            return 0
+        if any(addrs != {"i"} for addrs in k.reads.values()):
+            return 0
+        names = written | set(k.reads)
+        if not names or not k.shape:
+            return 0
+        width = 16 // max(ITEMSIZE[self.arrays[a].dtype] for a in names)
+        return width if width >= 2 else 0
+
+    def _vectorised(self, k: _Kernel, element: list[str], stores: list[str], width: int, n,
+                    scalar_loop: list[str]) -> list[str]:
+        I = self.I
+        read = sorted(k.reads)
+        written = sorted({st.split("[", 1)[0] for st in stores})
+        names = sorted(set(read) | set(written))
+        vec = {a: f"dxcu_vec<{CT[self.arrays[a].dtype]}, {width}>" for a in names}
+        aligned = " && ".join(f"dxcu_aligned<{width}>({a})" for a in names)
+        lanes = [re.sub(r"\b([xotw]\d+)\[i\]", r"\1_v.v[j]", ln) for ln in element]
+        step = f"({I})gridDim.x * blockDim.x"
+        out = [f"  if ({aligned}) {{",
+               f"    const {I} nv = ({n}) / {width};",
+               f"    for ({I} v = ({I})blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += {step}) {{"]
+        for a in names:
+            if a in read:
+                out.append(f"      {vec[a]} {a}_v = *reinterpret_cast<const {vec[a]}*>({a} + v * {width});")
+            else:
+                out.append(f"      {vec[a]} {a}_v;")
+        out += ["      #pragma unroll", f"      for (int j = 0; j < {width}; ++j) {{",
+                f"        const {I} i = v * {width} + j;"]
+        out += ["        " + ln for ln in lanes] + ["      }"]
+        out += [f"      *reinterpret_cast<{vec[a]}*>({a} + v * {width}) = {a}_v;" for a in written]
+        first = f"nv * {width} + ({I})blockIdx.x * blockDim.x + threadIdx.x"
+        out += ["    }", f"    for ({I} i = {first}; i < {n}; i += {step}) {{"]
+        out += ["      " + ln for ln in element] + ["    }", "  } else {"]
+        out += ["  " + ln for ln in scalar_loop] + ["  }"]
+        return out
 
     def add_kernel(self, name, k: _Kernel, body: list[str], grid, block: int) -> None:
         dims = [(f"long long n_{d}", ("count", f"n_{d}")) for d in self.dims]
@@ -356,6 +414,8 @@ class _Kernel:
     def address(self, a: Array, idx: list[str], write: bool = False) -> str:
         self.ptr(a, write)
         if self.linear and idx is self.idx and not a.strided and a.shape == self.shape and self.shape:
+            if not write:
+                self.reads.setdefault(a.name, set()).add("i")
             return "i"  # the loop's own linear index: a contiguous buffer of its shape
         terms = []
         if a.strided:

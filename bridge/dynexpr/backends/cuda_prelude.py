@@ -64,6 +64,12 @@ __device__ int dxcu_error;  // Note [one prelude for NVRTC and the host emulatio
 #define DYNEXPR_HOST_DEVICE DXCU_HD
 #define DYNEXPR_FP_FLAGS 0
 
+// Note [vector loads] (cuda_codegen.py): N consecutive elements as one aligned access.
+template <class T, int N> struct alignas(sizeof(T) * N) dxcu_vec { T v[N]; };
+template <int N, class T> DXCU_HD inline bool dxcu_aligned(const T* p) {
+  return (reinterpret_cast<unsigned long long>(p) % (sizeof(T) * N)) == 0;
+}
+
 typedef signed char dxcu_i8;
 namespace dxcu {
 namespace std {
