@@ -46,6 +46,7 @@
 
 #include <cstring>
 #include <initializer_list>
+#include <cstdlib>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -249,6 +250,70 @@ auto typed(E&& e) {
 /// an operand that is not unit-stride along the inner dimension (a keepdims reduction,
 /// a 0-d value, a transpose): instantiate the strided/broadcast packet loop too, rather
 /// than going lane by lane (softmax over rows: 3x slower lean).
+// Note [direct pointwise loops] (bridge/dynexpr/codegen.py): what their generated
+// functions need besides Highway and the op table.
+
+/// Copies the elements of a strided array (element strides) into dst in C order; in
+/// libdynexpr_rt.so, one loop for every dtype (no template per unit).
+DYNEXPR_RT_FN void copy_dense(const void* src, const Shape& shape, const Strides& strides,
+                              std::size_t itemsize, void* dst);
+#if !defined(DYNEXPR_RUNTIME_EXTERN)
+DYNEXPR_RT_FN void copy_dense(const void* src, const Shape& shape, const Strides& strides,
+                              std::size_t itemsize, void* dst) {
+  const int nd = static_cast<int>(shape.size());
+  index_t n = 1;
+  for (int k = 0; k < nd; ++k) n *= shape[k];
+  if (n == 0) return;
+  index_t idx[max_rank] = {};
+  const char* s = static_cast<const char*>(src);
+  char* d = static_cast<char*>(dst);
+  for (index_t e = 0; e < n; ++e) {
+    index_t off = 0;
+    for (int k = 0; k < nd; ++k) off += idx[k] * strides[k];
+    std::memcpy(d + e * static_cast<index_t>(itemsize), s + off * static_cast<index_t>(itemsize),
+                itemsize);
+    for (int k = nd - 1; k >= 0; --k) {
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+#endif
+
+/// Memory dense() copied into, freed with the block that declared it.
+struct owned {
+  void* p = nullptr;
+  owned() = default;
+  owned(const owned&) = delete;
+  owned& operator=(const owned&) = delete;
+  ~owned() { std::free(p); }
+};
+
+/// v's elements in C order: v's own memory when it is contiguous, else a copy in keep.
+template <class T>
+const T* dense(const View<T>& v, owned& keep) {
+  if (v.is_contiguous()) return v.data();
+  keep.p = std::malloc(static_cast<std::size_t>(std::max<index_t>(v.size(), 1)) * sizeof(T));
+  if (keep.p == nullptr) throw std::bad_alloc();
+  copy_dense(v.data(), v.shape(), v.strides(), sizeof(T), keep.p);
+  return static_cast<const T*>(keep.p);
+}
+
+/// fn(ctx, begin, end) over [0, n) in blocks of evaluation::block_elements on the pool,
+/// as the expression loop splits a contiguous output (so the SIMD tail is at n only). In
+/// libdynexpr_rt.so: the pool's loop is instantiated once, not per unit.
+DYNEXPR_RT_FN void run_blocks(index_t n, double cost_per_element,
+                              void (*fn)(void*, index_t, index_t), void* ctx);
+#if !defined(DYNEXPR_RUNTIME_EXTERN)
+DYNEXPR_RT_FN void run_blocks(index_t n, double cost_per_element,
+                              void (*fn)(void*, index_t, index_t), void* ctx) {
+  if (n == 0) return;
+  constexpr index_t B = evaluation::block_elements;
+  parallel::parallel_for((n + B - 1) / B, 1, 1, static_cast<double>(n) * cost_per_element,
+                         [&](index_t ib, index_t ie) { fn(ctx, ib * B, std::min(ie * B, n)); });
+}
+#endif
+
 template <bool General = false, class T, Operand E>
 void assign_fresh(View<T> out, E&& e) {
   auto x = typed<T>(std::forward<E>(e));

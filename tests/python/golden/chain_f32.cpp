@@ -13,6 +13,41 @@
 
 namespace dx = dynexpr;
 namespace dxk = dynexpr::kernel;
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D>
+DYNEXPR_INLINE void k0_at(D d, const float* __restrict__ l0, const float* __restrict__ l1, float* __restrict__ out, dx::index_t i) {
+  const auto L0 = hn::LoadU(d, l0 + i);
+  const auto L1 = hn::LoadU(d, l1 + i);
+  const auto v3 = dx::ops::mul_op::simd(d, L0, hn::Set(d, 2.0f));
+  const auto v4 = dx::ops::add_op::simd(d, v3, L1);
+  const auto v5 = dx::ops::tanh_op::simd(d, v4);
+  hn::StoreU(v5, d, out + i);
+}
+struct k0_args { const float* l0; const float* l1; float* out; };
+static void k0(void* ctx, dx::index_t b, dx::index_t e) {
+  const auto& a = *static_cast<const k0_args*>(ctx);
+  const float* __restrict__ l0 = a.l0;
+  const float* __restrict__ l1 = a.l1;
+  float* __restrict__ out = a.out;
+  const hn::ScalableTag<float> d;
+  const auto N = static_cast<dx::index_t>(hn::Lanes(d));
+  dx::index_t i = b;
+  for (; i + N <= e; i += N) k0_at(d, l0, l1, out, i);
+  if (i < e) {  // the last partial vector, padded with a real element
+    const dx::index_t m = e - i;
+    alignas(64) float t0[dx::simd::max_lanes_v<decltype(d)>];
+    alignas(64) float t1[dx::simd::max_lanes_v<decltype(d)>];
+    alignas(64) float r[dx::simd::max_lanes_v<decltype(d)>];
+    for (dx::index_t j = 0; j < N; ++j) {
+      t0[j] = l0[i + (j < m ? j : 0)];
+      t1[j] = l1[i + (j < m ? j : 0)];
+    }
+    k0_at(d, t0, t1, r, 0);
+    for (dx::index_t j = 0; j < m; ++j) out[i + j] = r[j];
+  }
+}
+
 
 static void run([[maybe_unused]] dxk::frame& f) {
   const auto x0 = f.input<float>(0, {1024});
@@ -20,9 +55,12 @@ static void run([[maybe_unused]] dxk::frame& f) {
   const auto o0 = f.output<float>(0, {1024});
   const auto o1 = f.output<float>(1, {});
   // kernel 0: pointwise -> out[0]
-  const auto v3 = dxk::typed<float>(x0 * 2.0);
-  const auto v4 = dxk::typed<float>(v3 + x1);
-  dxk::assign_fresh(o0, dxk::typed<float>(dx::tanh(v4)));
+  {
+    dxk::owned keep0;
+    dxk::owned keep1;
+    k0_args args{dxk::dense(x0, keep0), dxk::dense(x1, keep1), o0.data()};
+    dxk::run_blocks(o0.size(), 18, k0, &args);
+  }
   // kernel 1: reduction -> out[1]
   dxk::assign_fresh(o1, dx::sum(o0, dx::all_axes, false));
 }
