@@ -47,7 +47,8 @@ def generate(s: Schedule) -> str:
 
 
 class _Unit:
-    def __init__(self, s: Schedule, functions: list[str] | None = None):
+    def __init__(self, s: Schedule, functions: list[str] | None = None,
+                 direct_fns: list[str] | None = None):
         self.s = s
         # Loop bodies' functions (codegen_loop.py), shared with the units of nested
         # bodies: all are emitted before `run`, each before its caller.
@@ -60,8 +61,9 @@ class _Unit:
         # Inside a run of row blocks (row_blocks.open_run): C++ name -> its row view's name.
         self.rename: dict[str, str] = {}
         self.fresh_tmp: set[int] = set()  # tmps allocated empty whose first write is next
-        self.direct_fns: list[str] = []  # Note [direct pointwise loops]
-        self.n_direct = 0
+        # Note [direct pointwise loops]: their functions, shared with loop bodies' units
+        # like self.functions, and emitted before both
+        self.direct_fns: list[str] = [] if direct_fns is None else direct_fns
 
     def literal(self, value, dtype: str) -> str:
         """A C++ literal of `value` as `dtype` (for codegen_loop, which codegen imports)."""
@@ -467,8 +469,7 @@ class _Unit:
             stack.append((u, True))
             stack += [(a, False) for a in reversed(u.args)]
         ctype = CTYPE[T]
-        k = f"k{self.n_direct}"
-        self.n_direct += 1
+        k = f"k{sum(1 for line in self.direct_fns if line.startswith('struct k'))}"
         names = {u.id: f"l{n}" for n, u in enumerate(leaves)}
         names.update({u.id: f"s{n}" for n, u in enumerate(scalars)})
         params = ([f"const {ctype}* __restrict__ l{n}" for n in range(len(leaves))]

@@ -102,7 +102,7 @@ def emit_loop(unit, v: ir.Value, b) -> None:
     # A unit of the same class as the caller's (codegen imports this module, not the
     # other way round). Named once its own loops' bodies (a nested loop: Note [nested
     # loops] in capture/reroll.py) are in unit.functions, so every name is new.
-    lines = type(unit)(bs, unit.functions).function("body_")
+    lines = type(unit)(bs, unit.functions, unit.direct_fns).function("body_")
     fname = f"body{len(unit.functions)}"
     lines[0] = lines[0].replace("body_(", f"{fname}(", 1)
     shared = _same_function(unit.functions, lines)
