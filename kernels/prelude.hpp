@@ -299,6 +299,30 @@ const T* dense(const View<T>& v, owned& keep) {
   return static_cast<const T*>(keep.p);
 }
 
+/// fn(ctx, r0, r1) over rows [0, rows) of row_len elements each, on the pool in groups of
+/// about evaluation::block_elements elements; a row is never split (the result does not
+/// depend on the thread count).
+DYNEXPR_RT_FN void run_rows(index_t rows, index_t row_len, double cost_per_element,
+                            void (*fn)(void*, index_t, index_t), void* ctx);
+#if !defined(DYNEXPR_RUNTIME_EXTERN)
+DYNEXPR_RT_FN void run_rows(index_t rows, index_t row_len, double cost_per_element,
+                            void (*fn)(void*, index_t, index_t), void* ctx) {
+  if (rows == 0) return;
+  const index_t grain = std::max<index_t>(1, evaluation::block_elements / std::max<index_t>(row_len, 1));
+  parallel::parallel_for(rows, grain, 1,
+                         static_cast<double>(rows) * static_cast<double>(row_len) * cost_per_element,
+                         [&](index_t r0, index_t r1) { fn(ctx, r0, r1); });
+}
+#endif
+
+/// `shape` reduced along its last axis: that extent 1 (keepdims) or dropped.
+inline Shape reduced_rows(const Shape& shape, bool keepdims) {
+  Shape out;
+  for (std::size_t k = 0; k + 1 < shape.size(); ++k) out.push_back(shape[k]);
+  if (keepdims) out.push_back(1);
+  return out;
+}
+
 /// fn(ctx, begin, end) over [0, n) in blocks of evaluation::block_elements on the pool,
 /// as the expression loop splits a contiguous output (so the SIMD tail is at n only). In
 /// libdynexpr_rt.so: the pool's loop is instantiated once, not per unit.

@@ -330,7 +330,7 @@ class _Unit:
             if b.kind == "out":
                 self.written_out.add(b.index)
             return
-        fresh = ((b.kind == "tmp" and b.index not in self.declared_tmp)
+        fresh = ((b.kind == "tmp" and (b.index not in self.declared_tmp or b.index in self.fresh_tmp))
                  or (b.kind == "out" and b.index not in self.written_out))
         if fresh and self.direct(v, b):
             return
@@ -433,12 +433,174 @@ class _Unit:
         results are the same bits: the same op bodies on the same lanes, the tail padded
         with a real element (no flag NumPy would not raise). An argument that is not
         contiguous after all is copied first (dxk::dense). Anything else (broadcasts,
-        views, casts, comparisons, where, integer ops) stays an expression."""
-        if self.rename or v.dtype not in ("float32", "float64") or not v.shape:
+        views, casts, comparisons, where, integer ops) stays an expression.
+
+        A sum, mean, max or min over the last axis of such an expression (the rows of
+        softmax, logsumexp, layernorm, normalise) is a direct loop too, row by row: the
+        expression may also read one value per row (a keepdims result of an earlier
+        reduction, x - max_row(x)). It adds as the expression loop's reductions do (Note
+        [summation accuracy] in eval/reduce.hpp: four vector accumulators within blocks
+        of 1024 elements in the input's precision, block totals in double), and takes
+        NaN as NumPy's max and min do; rows are split over the pool in groups of about
+        16384 elements, each row by one thread, so the result does not depend on the
+        thread count. What it saves is the per-row setup of the general reduction, most
+        of the time on short rows. Rows longer than 16384 elements (a whole 1-D array)
+        keep the general reduction, which splits a row over threads.
+        Inside a run of row blocks (Note [row blocks]) both work on the block's rows."""
+        if v.dtype not in ("float32", "float64"):
             return False
-        T, shape = v.dtype, tuple(v.shape)
-        order, leaves, scalars, seen = [], [], [], set()
-        stack = [(v, False)]
+        if v.op in _DIRECT_REDUCE:
+            return self._direct_reduce(v, b)
+        found = self._direct_expr(v, v.dtype, tuple(v.shape), None) if v.shape else None
+        if found is None:
+            return False
+        order, leaves, rowvals, scalars = found
+        T = CTYPE[v.dtype]
+        k = self._direct_name()
+        fn = self._direct_at(k, T, v, order, leaves, rowvals, scalars, reduce=False)
+        fields, unpack = self._direct_params(T, leaves, rowvals, scalars)
+        call = ", ".join([f"l{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
+        tmp = [f"    alignas(64) {T} t{n}[dx::simd::max_lanes_v<decltype(d)>];"
+               for n in range(len(leaves))]
+        fill = [f"      t{n}[j] = l{n}[i + (j < m ? j : 0)];" for n in range(len(leaves))]
+        pad = ", ".join([f"t{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
+        sep = ", " if call else ""
+        self.direct_fns += fn + [
+            f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
+            f"static void {k}(void* ctx, dx::index_t b, dx::index_t e) {{",
+            f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
+            *unpack,
+            f"  {T}* __restrict__ out = a.out;",
+            f"  const hn::ScalableTag<{T}> d;",
+            "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
+            "  dx::index_t i = b;",
+            f"  for (; i + N <= e; i += N) hn::StoreU({k}_at(d, {call}{sep}i), d, out + i);",
+            "  if (i < e) {  // the last partial vector, padded with a real element",
+            "    const dx::index_t m = e - i;",
+            *tmp,
+            f"    alignas(64) {T} r[dx::simd::max_lanes_v<decltype(d)>];",
+            "    for (dx::index_t j = 0; j < N; ++j) {",
+            *fill,
+            "    }",
+            f"    hn::Store({k}_at(d, {pad}{', ' if pad else ''}0), d, r);",
+            "    for (dx::index_t j = 0; j < m; ++j) out[i + j] = r[j];",
+            "  }",
+            "}",
+            "",
+        ]
+        dest = self._direct_dest(b, T, leaves, keepdims=None)
+        if dest is None:
+            return False
+        self._direct_call(k, T, dest, leaves, rowvals, scalars, f"{dest}.size()",
+                          sum(manifest.OPS[u.op]["cost"] for u in order), "run_blocks")
+        return True
+
+    def _direct_reduce(self, v: ir.Value, b: Buffer) -> bool:
+        e = v.args[0]
+        if (e.dtype != v.dtype or e.ndim == 0 or not isinstance(e.shape[-1], int)
+                or not 0 < e.shape[-1] <= _DIRECT_ROW_MAX):
+            return False  # a long row (a whole 1-D array) is split over threads by dx::sum
+        axes = v.attr("axes")
+        nd = e.ndim
+        if not (axes is None and nd == 1) and {a % nd for a in _tuple(axes or ())} != {nd - 1}:
+            return False
+        shape = tuple(e.shape)
+        rowshape = shape[:-1] + (1,)
+        if self._storage_is_leaf(e):
+            order, leaves, rowvals, scalars = [], [e], [], []
+            if e.op == "const" or e.ndim == 0:
+                return False
+        else:
+            found = self._direct_expr(e, v.dtype, shape, rowshape)
+            if found is None:
+                return False
+            order, leaves, rowvals, scalars = found
+        if not leaves:
+            return False
+        T = CTYPE[v.dtype]
+        k = self._direct_name()
+        fn = self._direct_at(k, T, e, order, leaves, rowvals, scalars, reduce=True)
+        fields, unpack = self._direct_params(T, leaves, rowvals, scalars)
+        L = shape[-1]
+        op = v.op
+        ident = {"sum": "0", "mean": "0", "max": f"-std::numeric_limits<{T}>::infinity()",
+                 "min": f"std::numeric_limits<{T}>::infinity()"}[op]
+        comb = {"sum": "hn::Add", "mean": "hn::Add", "max": "dx::ops::maximum_op::simd",
+                "min": "dx::ops::minimum_op::simd"}[op]
+        fold = {"max": "dx::ops::maximum_op::scalar", "min": "dx::ops::minimum_op::scalar"}.get(op)
+        args_row = ", ".join([f"l{n} + r * {L}" for n in range(len(leaves))]
+                             + [f"hn::Set(d, w{n}[r])" for n in range(len(rowvals))]
+                             + [f"s{n}" for n in range(len(scalars))])
+        tmp = [f"        alignas(64) {T} t{n}[dx::simd::max_lanes_v<decltype(d)>];"
+               for n in range(len(leaves))]
+        fill = [f"          t{n}[j] = l{n}[r * {L} + i + (j < m ? j : 0)];" for n in range(len(leaves))]
+        pad = ", ".join([f"t{n}" for n in range(len(leaves))]
+                        + [f"hn::Set(d, w{n}[r])" for n in range(len(rowvals))]
+                        + [f"s{n}" for n in range(len(scalars))])
+        add = "d, " if comb.startswith("dx::") else ""
+        lines = [
+            f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
+            f"static void {k}(void* ctx, dx::index_t r0, dx::index_t r1) {{",
+            f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
+            *unpack,
+            f"  {T}* __restrict__ out = a.out;",
+            f"  const hn::ScalableTag<{T}> d;",
+            "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
+            f"  const auto id = hn::Set(d, {ident});",
+            "  for (dx::index_t r = r0; r < r1; ++r) {",
+            "    double total = 0;" if op in ("sum", "mean") else "    auto acc = id;",
+            f"    for (dx::index_t b = 0; b < {L}; b += {1024 if op in ('sum', 'mean') else L}) {{",
+            f"      const dx::index_t e = std::min<dx::index_t>(b + {1024 if op in ('sum', 'mean') else L}, {L});",
+            "      auto a0 = id, a1 = id, a2 = id, a3 = id;",
+            "      dx::index_t i = b;",
+            "      for (; i + 4 * N <= e; i += 4 * N) {",
+            f"        a0 = {comb}({add}a0, {k}_at(d, {args_row}, i));",
+            f"        a1 = {comb}({add}a1, {k}_at(d, {args_row}, i + N));",
+            f"        a2 = {comb}({add}a2, {k}_at(d, {args_row}, i + 2 * N));",
+            f"        a3 = {comb}({add}a3, {k}_at(d, {args_row}, i + 3 * N));",
+            "      }",
+            f"      for (; i + N <= e; i += N) a0 = {comb}({add}a0, {k}_at(d, {args_row}, i));",
+            "      if (i < e) {  // the last partial vector: real elements, identity lanes",
+            "        const dx::index_t m = e - i;",
+            *tmp,
+            "        for (dx::index_t j = 0; j < N; ++j) {",
+            *fill,
+            "        }",
+            f"        const auto p = {k}_at(d, {pad}, 0);",
+            f"        a1 = {comb}({add}a1, hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(m)), p, id));",
+            "      }",
+            f"      const auto s = {comb}({add}{comb}({add}a0, a1), {comb}({add}a2, a3));",
+        ]
+        if op in ("sum", "mean"):
+            lines += ["      total += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, s)));",
+                      "    }",
+                      f"    out[r] = static_cast<{T}>({'total' if op == 'sum' else f'total / {L}'});"]
+        else:
+            lines += [f"      acc = {comb}(d, acc, s);",
+                      "    }",
+                      f"    alignas(64) {T} lanes[dx::simd::max_lanes_v<decltype(d)>];",
+                      "    hn::Store(acc, d, lanes);",
+                      f"    {T} x = lanes[0];",
+                      f"    for (dx::index_t j = 1; j < N; ++j) x = {fold}(x, lanes[j]);",
+                      "    out[r] = x;"]
+        lines += ["  }", "}", ""]
+        self.direct_fns += fn + lines
+        dest = self._direct_dest(b, T, leaves, keepdims=bool(v.attr("keepdims")))
+        if dest is None:
+            return False
+        rows = f"({self._leaf_ref(leaves[0])}.size() / {L})"
+        cost = sum(manifest.OPS[u.op]["cost"] for u in order) + 1
+        self._direct_call(k, T, dest, leaves, rowvals, scalars, rows, cost, "run_rows", L)
+        return True
+
+    def _storage_is_leaf(self, u: ir.Value) -> bool:
+        return isinstance(self.storage(u), Buffer) or u.op in ("input", "const")
+
+    def _direct_expr(self, root: ir.Value, T: str, shape: tuple, rowshape: tuple | None):
+        """(values in order, full-shape leaves, per-row leaves, 0-d leaves) of the
+        expression computing root, or None when it is not one a direct loop takes."""
+        order, leaves, rowvals, scalars, seen = [], [], [], [], set()
+        stack = [(root, False)]
         while stack:
             u, done = stack.pop()
             if done:
@@ -447,109 +609,113 @@ class _Unit:
             if u.id in seen:
                 continue
             seen.add(u.id)
-            st = self.storage(u)
-            leaf = u is not v and (isinstance(st, Buffer) or u.op in ("input", "const"))
-            if leaf:
+            if u is not root and self._storage_is_leaf(u):
                 if u.dtype != T:
-                    return False
+                    return None
                 if u.op == "const":
+                    if u.ndim != 0:
+                        return None
                     continue
                 if u.ndim == 0:
                     scalars.append(u)
                 elif tuple(u.shape) == shape:
                     leaves.append(u)
+                elif rowshape is not None and tuple(u.shape) == rowshape:
+                    rowvals.append(u)
                 else:
-                    return False
+                    return None
                 continue
             o = manifest.OPS.get(u.op)
             if (o is None or o["rule"] not in _DIRECT_RULES or not o["simd"]
                     or ir.computed_op(u) != u.op or u.dtype != T or tuple(u.shape) != shape
                     or len(u.args) != o["arity"]):
-                return False
+                return None
             stack.append((u, True))
             stack += [(a, False) for a in reversed(u.args)]
-        ctype = CTYPE[T]
-        k = f"k{sum(1 for line in self.direct_fns if line.startswith('struct k'))}"
-        names = {u.id: f"l{n}" for n, u in enumerate(leaves)}
-        names.update({u.id: f"s{n}" for n, u in enumerate(scalars)})
-        params = ([f"const {ctype}* __restrict__ l{n}" for n in range(len(leaves))]
-                  + [f"{ctype} s{n}" for n in range(len(scalars))]
-                  + [f"{ctype}* __restrict__ out"])
-        fields = ([f"const {ctype}* l{n};" for n in range(len(leaves))]
-                  + [f"{ctype} s{n};" for n in range(len(scalars))] + [f"{ctype}* out;"])
-        body = []
-        for n in range(len(leaves)):
-            body.append(f"  const auto L{n} = hn::LoadU(d, l{n} + i);")
-        for n in range(len(scalars)):
-            body.append(f"  const auto S{n} = hn::Set(d, s{n});")
+        return order, leaves, rowvals, scalars
+
+    def _direct_name(self) -> str:
+        return f"k{sum(1 for line in self.direct_fns if line.startswith('struct k'))}"
+
+    def _direct_at(self, k, T, root, order, leaves, rowvals, scalars, reduce: bool) -> list[str]:
+        """`k_at(d, leaves..., row values..., scalars..., i)`: the expression's vector at
+        element i (row values and scalars come in as vectors already)."""
+        names = {u.id: f"L{n}" for n, u in enumerate(leaves)}
+        names.update({u.id: f"W{n}" for n, u in enumerate(rowvals)})
+        names.update({u.id: f"S{n}" for n, u in enumerate(scalars)})
+        params = ([f"const {T}* __restrict__ l{n}" for n in range(len(leaves))]
+                  + [f"hn::Vec<D> W{n}" for n in range(len(rowvals))]
+                  + [f"{T} s{n}" for n in range(len(scalars))])
+        body = [f"  const auto L{n} = hn::LoadU(d, l{n} + i);" for n in range(len(leaves))]
+        body += [f"  const auto S{n} = hn::Set(d, s{n});" for n in range(len(scalars))]
 
         def operand(a: ir.Value) -> str:
-            if a.op == "const" and not isinstance(self.storage(a), Buffer):
-                return f"hn::Set(d, {scalar_literal(a.attr('value'), T)})"
-            name = names.get(a.id)
-            if name is not None:
-                return name.upper()
+            if a.id in names:
+                return names[a.id]
+            if a.op == "const":
+                return f"hn::Set(d, {scalar_literal(a.attr('value'), root.dtype)})"
             return f"v{a.id}"
 
-        cost = 0
         for u in order:
             o = manifest.OPS[u.op]
-            cost += o["cost"]
             args = ", ".join(operand(a) for a in u.args)
             body.append(f"  const auto v{u.id} = dx::ops::{o['id']}::simd(d, {args});")
-        body.append(f"  hn::StoreU(v{v.id}, d, out + i);")
-        call = ", ".join([f"l{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
-        tmp = [f"    alignas(64) {ctype} t{n}[dx::simd::max_lanes_v<decltype(d)>];"
-               for n in range(len(leaves))]
-        fill = [f"      t{n}[j] = l{n}[i + (j < m ? j : 0)];" for n in range(len(leaves))]
-        pad = ", ".join([f"t{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
-        self.direct_fns += [
-            "template <class D>",
-            f"DYNEXPR_INLINE void {k}_at(D d, {', '.join(params)}, dx::index_t i) {{",
-            *body, "}",
-            f"struct {k}_args {{ {' '.join(fields)} }};",
-            f"static void {k}(void* ctx, dx::index_t b, dx::index_t e) {{",
-            f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
-            *[f"  const {ctype}* __restrict__ l{n} = a.l{n};" for n in range(len(leaves))],
-            *[f"  const {ctype} s{n} = a.s{n};" for n in range(len(scalars))],
-            f"  {ctype}* __restrict__ out = a.out;",
-            f"  const hn::ScalableTag<{ctype}> d;",
-            "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
-            "  dx::index_t i = b;",
-            f"  for (; i + N <= e; i += N) {k}_at(d, {call}{', ' if call else ''}out, i);",
-            "  if (i < e) {  // the last partial vector, padded with a real element",
-            "    const dx::index_t m = e - i;",
-            *tmp,
-            f"    alignas(64) {ctype} r[dx::simd::max_lanes_v<decltype(d)>];",
-            "    for (dx::index_t j = 0; j < N; ++j) {",
-            *fill,
-            "    }",
-            f"    {k}_at(d, {pad}{', ' if pad else ''}r, 0);",
-            "    for (dx::index_t j = 0; j < m; ++j) out[i + j] = r[j];",
-            "  }",
-            "}",
-            "",
-        ]
+        result = operand(root) if not order else f"v{root.id}"
+        return ["template <class D>",
+                f"DYNEXPR_INLINE hn::Vec<D> {k}_at(D d, {', '.join(params + ['dx::index_t i'])}) {{",
+                *body, f"  return {result};", "}"]
+
+    def _direct_params(self, T, leaves, rowvals, scalars):
+        fields = ([f"const {T}* l{n};" for n in range(len(leaves))]
+                  + [f"const {T}* w{n};" for n in range(len(rowvals))]
+                  + [f"{T} s{n};" for n in range(len(scalars))])
+        unpack = ([f"  const {T}* __restrict__ l{n} = a.l{n};" for n in range(len(leaves))]
+                  + [f"  const {T}* __restrict__ w{n} = a.w{n};" for n in range(len(rowvals))]
+                  + [f"  const {T} s{n} = a.s{n};" for n in range(len(scalars))])
+        return fields, unpack
+
+    def _leaf_ref(self, u: ir.Value) -> str:
+        return self.ref(u)
+
+    def _direct_dest(self, b: Buffer, T: str, leaves: list, keepdims: bool | None) -> str | None:
+        """The name of the buffer a direct loop writes, declared if it is a temporary
+        not declared yet (inside a run of row blocks, of the block's rows: its shape is
+        read from a leaf's); None where that cannot be done."""
         dest = self.bref(b)
-        if b.kind == "tmp":
+        if b.kind == "tmp" and b.index not in self.declared_tmp and dest not in self.rename.values():
+            if self.rename:
+                if not leaves:
+                    return None
+                lead = self._leaf_ref(leaves[0])
+                shape = f"{lead}.shape()" if keepdims is None else \
+                    f"dxk::reduced_rows({lead}.shape(), {'true' if keepdims else 'false'})"
+            else:
+                shape = self.shape(b.shape)
             self.declared_tmp.add(b.index)
-            self.emit(f"auto {dest} = dx::Tensor<{ctype}>::empty({self.shape(b.shape)});")
+            self.emit(f"auto {dest} = dx::Tensor<{T}>::empty({shape});")
         elif b.kind == "out":
             self.written_out.add(b.index)
+        return dest
+
+    def _direct_call(self, k, T, dest, leaves, rowvals, scalars, count: str, cost, runner: str,
+                     row_len: int | None = None) -> None:
         self.emit("{")
         args = []
-        for n, u in enumerate(leaves):
+        for n, u in enumerate(leaves + rowvals):
             ref = self.ref(u)
-            if isinstance(self.storage(u), Buffer) and self.storage(u).kind == "tmp":
+            st = self.storage(u)
+            if isinstance(st, Buffer) and st.kind == "tmp" and ref not in self.rename.values():
                 args.append(f"{ref}.data()")
             else:
                 self.emit(f"  dxk::owned keep{n};")
                 args.append(f"dxk::dense({ref}, keep{n})")
         args += [f"{self.ref(u)}.data()[0]" for u in scalars]
         self.emit(f"  {k}_args args{{{', '.join(args + [f'{dest}.data()'])}}};")
-        self.emit(f"  dxk::run_blocks({dest}.size(), {cost}, {k}, &args);")
+        if row_len is None:
+            self.emit(f"  dxk::{runner}({count}, {cost}, {k}, &args);")
+        else:
+            self.emit(f"  dxk::{runner}({count}, {row_len}, {cost}, {k}, &args);")
         self.emit("}")
-        return True
 
     def same_buffer(self, base: ir.Value, b: Buffer) -> bool:
         if base.op == "input":
@@ -594,6 +760,8 @@ class _Unit:
 
 # Op rules whose simd bodies take and give the one float dtype (Note [direct pointwise loops])
 _DIRECT_RULES = ("float_unary_rule", "float_binary_rule", "arith_rule", "same_rule")
+_DIRECT_REDUCE = ("sum", "mean", "max", "min")
+_DIRECT_ROW_MAX = 16384  # elements: longer rows need several threads per row
 
 
 def _tuple(x) -> tuple:
