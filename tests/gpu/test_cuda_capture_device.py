@@ -9,16 +9,10 @@ no GPU, no NVRTC or no CuPy (torch's tests also without torch's CUDA build)."""
 import dynexpr
 import numpy as np
 import pytest
+from device import cupy, needs_gpu
 from dynexpr import cuda_run
-from dynexpr.backends import cuda_driver, nvrtc
 
-WHY = nvrtc.available() or cuda_driver.available()
-try:
-    import cupy
-except ImportError:  # pragma: no cover - depends on the machine
-    cupy = None
-    WHY = WHY or "CuPy is not installed (pip install cupy-cuda13x)"
-pytestmark = pytest.mark.skipif(WHY is not None, reason=f"no GPU run possible: {WHY}")
+pytestmark = needs_gpu
 RNG = np.random.default_rng(3)
 
 

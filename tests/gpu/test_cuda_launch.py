@@ -11,16 +11,11 @@ import numpy as np
 import pytest
 from compare import assert_same
 from corpus import CASES
+from device import cupy, needs_gpu
 from dynexpr.backends import cuda_codegen, cuda_driver, nvrtc
 from dynexpr.schedule import schedule
 
-WHY = nvrtc.available() or cuda_driver.available()
-try:
-    import cupy
-except ImportError:  # pragma: no cover - depends on the machine
-    cupy = None
-    WHY = WHY or "CuPy is not installed (pip install cupy-cuda13x)"
-pytestmark = pytest.mark.skipif(WHY is not None, reason=f"no GPU run possible: {WHY}")
+pytestmark = needs_gpu
 
 
 def _run_on_device(graph, inputs):
