@@ -435,13 +435,15 @@ class _Unit:
         contiguous after all is copied first (dxk::dense). Anything else (broadcasts,
         views, casts, comparisons, where, integer ops) stays an expression.
 
-        A sum, mean, max or min over the last axis of such an expression (the rows of
+        A sum, mean, max, min, var or std over the last axis of such an expression (the rows of
         softmax, logsumexp, layernorm, normalise) is a direct loop too, row by row: the
         expression may also read one value per row (a keepdims result of an earlier
         reduction, x - max_row(x)). It adds as the expression loop's reductions do (Note
         [summation accuracy] in eval/reduce.hpp: four vector accumulators within blocks
         of 1024 elements in the input's precision, block totals in double), and takes
-        NaN as NumPy's max and min do; rows are split over the pool in groups of about
+        NaN as NumPy's max and min do; var and std take the mean in the input's dtype and
+        then the squared deviations in a second pass over the row, as np.var does; rows
+        are split over the pool in groups of about
         16384 elements, each row by one thread, so the result does not depend on the
         thread count. What it saves is the per-row setup of the general reduction, most
         of the time on short rows. Rows longer than 16384 elements (a whole 1-D array)
@@ -506,6 +508,9 @@ class _Unit:
             return False
         shape = tuple(e.shape)
         rowshape = shape[:-1] + (1,)
+        ddof = int(v.attr("ddof", 0) or 0)
+        if v.op in ("var", "std") and shape[-1] - ddof <= 0:
+            return False  # NumPy's nan/inf and its warning: the general reduction
         if self._storage_is_leaf(e):
             order, leaves, rowvals, scalars = [], [e], [], []
             if e.op == "const" or e.ndim == 0:
@@ -523,10 +528,11 @@ class _Unit:
         fields, unpack = self._direct_params(T, leaves, rowvals, scalars)
         L = shape[-1]
         op = v.op
-        ident = {"sum": "0", "mean": "0", "max": f"-std::numeric_limits<{T}>::infinity()",
-                 "min": f"std::numeric_limits<{T}>::infinity()"}[op]
-        comb = {"sum": "hn::Add", "mean": "hn::Add", "max": "dx::ops::maximum_op::simd",
-                "min": "dx::ops::minimum_op::simd"}[op]
+        moments = op in ("sum", "mean", "var", "std")
+        ident = "0" if moments else {"max": f"-std::numeric_limits<{T}>::infinity()",
+                                     "min": f"std::numeric_limits<{T}>::infinity()"}[op]
+        comb = "hn::Add" if moments else {"max": "dx::ops::maximum_op::simd",
+                                          "min": "dx::ops::minimum_op::simd"}[op]
         fold = {"max": "dx::ops::maximum_op::scalar", "min": "dx::ops::minimum_op::scalar"}.get(op)
         args_row = ", ".join([f"l{n} + r * {L}" for n in range(len(leaves))]
                              + [f"hn::Set(d, w{n}[r])" for n in range(len(rowvals))]
@@ -537,7 +543,45 @@ class _Unit:
         pad = ", ".join([f"t{n}" for n in range(len(leaves))]
                         + [f"hn::Set(d, w{n}[r])" for n in range(len(rowvals))]
                         + [f"s{n}" for n in range(len(scalars))])
-        add = "d, " if comb.startswith("dx::") else ""
+        add = "" if moments else "d, "
+        blk = 1024 if moments else L
+
+        def c(x, y):
+            return f"{comb}({add}{x}, {y})"
+
+        def row_loop(value, after: list[str]) -> list[str]:
+            """One pass over row r: value(vector at i) accumulated (four accumulators,
+            blocks of `blk`), the partial last vector's lanes past the row as identity."""
+            return [
+                f"    for (dx::index_t b = 0; b < {L}; b += {blk}) {{",
+                f"      const dx::index_t e = std::min<dx::index_t>(b + {blk}, {L});",
+                "      auto a0 = id, a1 = id, a2 = id, a3 = id;",
+                "      dx::index_t i = b;",
+                "      for (; i + 4 * N <= e; i += 4 * N) {",
+                f"        a0 = {c('a0', value(f'{k}_at(d, {args_row}, i)'))};",
+                f"        a1 = {c('a1', value(f'{k}_at(d, {args_row}, i + N)'))};",
+                f"        a2 = {c('a2', value(f'{k}_at(d, {args_row}, i + 2 * N)'))};",
+                f"        a3 = {c('a3', value(f'{k}_at(d, {args_row}, i + 3 * N)'))};",
+                "      }",
+                f"      for (; i + N <= e; i += N) a0 = {c('a0', value(f'{k}_at(d, {args_row}, i)'))};",
+                "      if (i < e) {  // the last partial vector: real elements, identity lanes",
+                "        const dx::index_t m = e - i;",
+                *tmp,
+                "        for (dx::index_t j = 0; j < N; ++j) {",
+                *fill,
+                "        }",
+                f"        const auto p = {value(f'{k}_at(d, {pad}, 0)')};",
+                f"        a1 = {c('a1', 'hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(m)), p, id)')};",
+                "      }",
+                f"      const auto s = {c(c('a0', 'a1'), c('a2', 'a3'))};",
+                *after,
+                "    }",
+            ]
+
+        def same(x):
+            return x
+
+        total = ["      total += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, s)));"]
         lines = [
             f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
             f"static void {k}(void* ctx, dx::index_t r0, dx::index_t r1) {{",
@@ -548,36 +592,21 @@ class _Unit:
             "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
             f"  const auto id = hn::Set(d, {ident});",
             "  for (dx::index_t r = r0; r < r1; ++r) {",
-            "    double total = 0;" if op in ("sum", "mean") else "    auto acc = id;",
-            f"    for (dx::index_t b = 0; b < {L}; b += {1024 if op in ('sum', 'mean') else L}) {{",
-            f"      const dx::index_t e = std::min<dx::index_t>(b + {1024 if op in ('sum', 'mean') else L}, {L});",
-            "      auto a0 = id, a1 = id, a2 = id, a3 = id;",
-            "      dx::index_t i = b;",
-            "      for (; i + 4 * N <= e; i += 4 * N) {",
-            f"        a0 = {comb}({add}a0, {k}_at(d, {args_row}, i));",
-            f"        a1 = {comb}({add}a1, {k}_at(d, {args_row}, i + N));",
-            f"        a2 = {comb}({add}a2, {k}_at(d, {args_row}, i + 2 * N));",
-            f"        a3 = {comb}({add}a3, {k}_at(d, {args_row}, i + 3 * N));",
-            "      }",
-            f"      for (; i + N <= e; i += N) a0 = {comb}({add}a0, {k}_at(d, {args_row}, i));",
-            "      if (i < e) {  // the last partial vector: real elements, identity lanes",
-            "        const dx::index_t m = e - i;",
-            *tmp,
-            "        for (dx::index_t j = 0; j < N; ++j) {",
-            *fill,
-            "        }",
-            f"        const auto p = {k}_at(d, {pad}, 0);",
-            f"        a1 = {comb}({add}a1, hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(m)), p, id));",
-            "      }",
-            f"      const auto s = {comb}({add}{comb}({add}a0, a1), {comb}({add}a2, a3));",
         ]
         if op in ("sum", "mean"):
-            lines += ["      total += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, s)));",
-                      "    }",
+            lines += ["    double total = 0;", *row_loop(same, total),
                       f"    out[r] = static_cast<{T}>({'total' if op == 'sum' else f'total / {L}'});"]
+        elif op in ("var", "std"):
+            # As np.var: the mean in the input's dtype, then the sum of squared deviations
+            # (a second pass over the row, in cache), divided by L - ddof.
+            lines += ["    double total = 0;", *row_loop(same, total),
+                      f"    const auto mv = hn::Set(d, static_cast<{T}>(total / {L}));",
+                      "    const auto sq = [&](auto x) { const auto t = hn::Sub(x, mv); return hn::Mul(t, t); };",
+                      "    total = 0;", *row_loop(lambda x: f"sq({x})", total),
+                      f"    const {T} var = static_cast<{T}>(total / {L - ddof});",
+                      f"    out[r] = {'std::sqrt(var)' if op == 'std' else 'var'};"]
         else:
-            lines += [f"      acc = {comb}(d, acc, s);",
-                      "    }",
+            lines += ["    auto acc = id;", *row_loop(same, [f"      acc = {comb}(d, acc, s);"]),
                       f"    alignas(64) {T} lanes[dx::simd::max_lanes_v<decltype(d)>];",
                       "    hn::Store(acc, d, lanes);",
                       f"    {T} x = lanes[0];",
@@ -760,7 +789,7 @@ class _Unit:
 
 # Op rules whose simd bodies take and give the one float dtype (Note [direct pointwise loops])
 _DIRECT_RULES = ("float_unary_rule", "float_binary_rule", "arith_rule", "same_rule")
-_DIRECT_REDUCE = ("sum", "mean", "max", "min")
+_DIRECT_REDUCE = ("sum", "mean", "max", "min", "var", "std")
 _DIRECT_ROW_MAX = 16384  # elements: longer rows need several threads per row
 
 
