@@ -458,13 +458,13 @@ class _Unit:
             return False
         order, leaves, rowvals, scalars = found
         T = CTYPE[v.dtype]
+        dest = self._direct_dest(b, T, leaves, keepdims=None)
+        if dest is None:
+            return False
         k = self._direct_name()
-        fn = self._direct_at(k, T, v, order, leaves, rowvals, scalars, reduce=False)
+        fn = self._direct_at(k, T, v, order, leaves, rowvals, scalars)
         fields, unpack = self._direct_params(T, leaves, rowvals, scalars)
         call = ", ".join([f"l{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
-        tmp = [f"    alignas(64) {T} t{n}[dx::simd::max_lanes_v<decltype(d)>];"
-               for n in range(len(leaves))]
-        fill = [f"      t{n}[j] = l{n}[i + (j < m ? j : 0)];" for n in range(len(leaves))]
         pad = ", ".join([f"t{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
         sep = ", " if call else ""
         self.direct_fns += fn + [
@@ -479,22 +479,16 @@ class _Unit:
             f"  for (; i + N <= e; i += N) hn::StoreU({k}_at(d, {call}{sep}i), d, out + i);",
             "  if (i < e) {  // the last partial vector, padded with a real element",
             "    const dx::index_t m = e - i;",
-            *tmp,
+            *_padded(T, len(leaves), "i", "    "),
             f"    alignas(64) {T} r[dx::simd::max_lanes_v<decltype(d)>];",
-            "    for (dx::index_t j = 0; j < N; ++j) {",
-            *fill,
-            "    }",
-            f"    hn::Store({k}_at(d, {pad}{', ' if pad else ''}0), d, r);",
+            f"    hn::Store({k}_at(d, {pad}{sep}0), d, r);",
             "    for (dx::index_t j = 0; j < m; ++j) out[i + j] = r[j];",
             "  }",
             "}",
             "",
         ]
-        dest = self._direct_dest(b, T, leaves, keepdims=None)
-        if dest is None:
-            return False
-        self._direct_call(k, T, dest, leaves, rowvals, scalars, f"{dest}.size()",
-                          sum(manifest.OPS[u.op]["cost"] for u in order), "run_blocks")
+        self._direct_call(k, dest, leaves, rowvals, scalars,
+                          f"run_blocks({dest}.size(), {sum(manifest.OPS[u.op]['cost'] for u in order)}")
         return True
 
     def _direct_reduce(self, v: ir.Value, b: Buffer) -> bool:
@@ -523,8 +517,11 @@ class _Unit:
         if not leaves:
             return False
         T = CTYPE[v.dtype]
+        dest = self._direct_dest(b, T, leaves, keepdims=bool(v.attr("keepdims")))
+        if dest is None:
+            return False
         k = self._direct_name()
-        fn = self._direct_at(k, T, e, order, leaves, rowvals, scalars, reduce=True)
+        fn = self._direct_at(k, T, e, order, leaves, rowvals, scalars)
         fields, unpack = self._direct_params(T, leaves, rowvals, scalars)
         L = shape[-1]
         op = v.op
@@ -537,9 +534,6 @@ class _Unit:
         args_row = ", ".join([f"l{n} + r * {L}" for n in range(len(leaves))]
                              + [f"hn::Set(d, w{n}[r])" for n in range(len(rowvals))]
                              + [f"s{n}" for n in range(len(scalars))])
-        tmp = [f"        alignas(64) {T} t{n}[dx::simd::max_lanes_v<decltype(d)>];"
-               for n in range(len(leaves))]
-        fill = [f"          t{n}[j] = l{n}[r * {L} + i + (j < m ? j : 0)];" for n in range(len(leaves))]
         pad = ", ".join([f"t{n}" for n in range(len(leaves))]
                         + [f"hn::Set(d, w{n}[r])" for n in range(len(rowvals))]
                         + [f"s{n}" for n in range(len(scalars))])
@@ -566,10 +560,7 @@ class _Unit:
                 f"      for (; i + N <= e; i += N) a0 = {c('a0', value(f'{k}_at(d, {args_row}, i)'))};",
                 "      if (i < e) {  // the last partial vector: real elements, identity lanes",
                 "        const dx::index_t m = e - i;",
-                *tmp,
-                "        for (dx::index_t j = 0; j < N; ++j) {",
-                *fill,
-                "        }",
+                *_padded(T, len(leaves), f"r * {L} + i", "        "),
                 f"        const auto p = {value(f'{k}_at(d, {pad}, 0)')};",
                 f"        a1 = {c('a1', 'hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(m)), p, id)')};",
                 "      }",
@@ -614,12 +605,9 @@ class _Unit:
                       "    out[r] = x;"]
         lines += ["  }", "}", ""]
         self.direct_fns += fn + lines
-        dest = self._direct_dest(b, T, leaves, keepdims=bool(v.attr("keepdims")))
-        if dest is None:
-            return False
-        rows = f"({self._leaf_ref(leaves[0])}.size() / {L})"
         cost = sum(manifest.OPS[u.op]["cost"] for u in order) + 1
-        self._direct_call(k, T, dest, leaves, rowvals, scalars, rows, cost, "run_rows", L)
+        self._direct_call(k, dest, leaves, rowvals, scalars,
+                          f"run_rows({self.ref(leaves[0])}.size() / {L}, {L}, {cost}")
         return True
 
     def _storage_is_leaf(self, u: ir.Value) -> bool:
@@ -666,7 +654,7 @@ class _Unit:
     def _direct_name(self) -> str:
         return f"k{sum(1 for line in self.direct_fns if line.startswith('struct k'))}"
 
-    def _direct_at(self, k, T, root, order, leaves, rowvals, scalars, reduce: bool) -> list[str]:
+    def _direct_at(self, k, T, root, order, leaves, rowvals, scalars) -> list[str]:
         """`k_at(d, leaves..., row values..., scalars..., i)`: the expression's vector at
         element i (row values and scalars come in as vectors already)."""
         names = {u.id: f"L{n}" for n, u in enumerate(leaves)}
@@ -703,9 +691,6 @@ class _Unit:
                   + [f"  const {T} s{n} = a.s{n};" for n in range(len(scalars))])
         return fields, unpack
 
-    def _leaf_ref(self, u: ir.Value) -> str:
-        return self.ref(u)
-
     def _direct_dest(self, b: Buffer, T: str, leaves: list, keepdims: bool | None) -> str | None:
         """The name of the buffer a direct loop writes, declared if it is a temporary
         not declared yet (inside a run of row blocks, of the block's rows: its shape is
@@ -715,7 +700,7 @@ class _Unit:
             if self.rename:
                 if not leaves:
                     return None
-                lead = self._leaf_ref(leaves[0])
+                lead = self.ref(leaves[0])
                 shape = f"{lead}.shape()" if keepdims is None else \
                     f"dxk::reduced_rows({lead}.shape(), {'true' if keepdims else 'false'})"
             else:
@@ -726,8 +711,10 @@ class _Unit:
             self.written_out.add(b.index)
         return dest
 
-    def _direct_call(self, k, T, dest, leaves, rowvals, scalars, count: str, cost, runner: str,
-                     row_len: int | None = None) -> None:
+    def _direct_call(self, k, dest, leaves, rowvals, scalars, runner: str) -> None:
+        """The call in `run`: the arguments gathered (a copy where one is not contiguous),
+        then `dxk::RUNNER, k, &args)`; `runner` is the call up to its last two arguments,
+        e.g. "run_blocks(o0.size(), 12"."""
         self.emit("{")
         args = []
         for n, u in enumerate(leaves + rowvals):
@@ -740,10 +727,7 @@ class _Unit:
                 args.append(f"dxk::dense({ref}, keep{n})")
         args += [f"{self.ref(u)}.data()[0]" for u in scalars]
         self.emit(f"  {k}_args args{{{', '.join(args + [f'{dest}.data()'])}}};")
-        if row_len is None:
-            self.emit(f"  dxk::{runner}({count}, {cost}, {k}, &args);")
-        else:
-            self.emit(f"  dxk::{runner}({count}, {row_len}, {cost}, {k}, &args);")
+        self.emit(f"  dxk::{runner}, {k}, &args);")
         self.emit("}")
 
     def same_buffer(self, base: ir.Value, b: Buffer) -> bool:
@@ -791,6 +775,17 @@ class _Unit:
 _DIRECT_RULES = ("float_unary_rule", "float_binary_rule", "arith_rule", "same_rule")
 _DIRECT_REDUCE = ("sum", "mean", "max", "min", "var", "std")
 _DIRECT_ROW_MAX = 16384  # elements: longer rows need several threads per row
+
+
+def _padded(T: str, n_leaves: int, at: str, indent: str) -> list[str]:
+    """A direct loop's last partial vector: each leaf's elements from `at` copied into t<n>,
+    the lanes past the end filled with the first of them (a real element: no
+    floating-point flag NumPy would not raise); `m` is the number of real lanes."""
+    lines = [f"{indent}alignas(64) {T} t{n}[dx::simd::max_lanes_v<decltype(d)>];"
+             for n in range(n_leaves)]
+    lines.append(f"{indent}for (dx::index_t j = 0; j < N; ++j) {{")
+    lines += [f"{indent}  t{n}[j] = l{n}[{at} + (j < m ? j : 0)];" for n in range(n_leaves)]
+    return lines + [f"{indent}}}"]
 
 
 def _tuple(x) -> tuple:

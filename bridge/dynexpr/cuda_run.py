@@ -154,16 +154,16 @@ def _describe(bound: list) -> _Call:
             except TypeError as e:
                 raise _Plain(str(e)) from None
     items = list(arrays.items())
-    first = items[0][1]
-    lib, device = first.library, first.device
+    lib = items[0][1].library
+    if any(d.library is not lib for d in arrays.values()):
+        names = sorted({e.library.name for e in arrays.values()})
+        raise _Plain(f"CUDA arrays of several libraries ({', '.join(names)})")
+    try:
+        device = cuda_arrays.one_device(arrays.values())
+    except TypeError as e:
+        raise _Plain(str(e)) from None
     same: dict[int, int] = {}
     for k, (i, d) in enumerate(items[1:], 1):
-        if d.library is not lib:
-            names = sorted({e.library.name for e in arrays.values()})
-            raise _Plain(f"CUDA arrays of several libraries ({', '.join(names)})")
-        if d.device != device:
-            devices = sorted({e.device for e in arrays.values()})
-            raise _Plain(f"CUDA arrays on devices {devices}; a kernel runs on one device")
         lo, hi = d.span()
         for j, e in items[:k]:
             if j in same:
@@ -337,8 +337,10 @@ def _template_kinds(t) -> set:
     return {kind}
 
 
-def _backend(cf):
-    b = cf._backend
+def _backend(fn):
+    """The backend CUDA arrays run on: fn's own where it generates CUDA (the cuda backend,
+    the emulation), else the cuda backend; fn a captured function or a plain one."""
+    b = getattr(fn, "_backend", None)
     return b if getattr(b, "targets_cuda", False) else backends.get("cuda")
 
 
@@ -430,8 +432,7 @@ def explain(fn, target, bound: list) -> tuple:
     why = _why_plain(tr, c, target)
     if why is not None:
         return out([tr.graph], [], guards, [where, f"runs as plain Python: {why}"])
-    backend = fn._backend if getattr(getattr(fn, "_backend", None), "targets_cuda", False) \
-        else backends.get("cuda")
+    backend = _backend(fn)
     unavailable = backend.unavailable()
     if unavailable is not None:
         what = (f"would run as CUDA kernels through backend {backend.name!r}, which is not "

@@ -37,14 +37,10 @@ class CudaBackend(Backend):
 
     def codegen(self, graph, example_inputs: Sequence[Any], *, fuse: bool = True) -> Plan:
         described = cuda_arrays.described_inputs(example_inputs, host=False)
-        devices = {d.device for d in described.values()}
-        if len(devices) > 1:
-            raise TypeError(f"dynexpr: capture(backend='cuda'): the arguments are on CUDA "
-                            f"devices {sorted(devices)}; a kernel runs on one: move them "
-                            "to one device first")
+        device = cuda_arrays.one_device(described.values())
         contiguous = {i for i, d in described.items() if d.c_contiguous}
         unit = cuda_codegen.generate(schedule(graph, fuse=fuse), contiguous)
-        device = devices.pop() if devices else 0
+        device = 0 if device is None else device
         lib = next(iter(described.values())).library if described else None
         if lib is not None:
             major, minor = lib.capability(device)

@@ -401,14 +401,21 @@ def _from_cai(cai: dict, i: int, device_of) -> DeviceArray:
     return DeviceArray(int(ptr), layout(cai, i), device, bool(readonly))
 
 
+def one_device(arrays) -> int | None:
+    """The one device all these arrays are on (None for no arrays); TypeError naming the
+    devices where they are on several: a kernel runs on one."""
+    devices = sorted({a.device for a in arrays})
+    if len(devices) > 1:
+        raise TypeError(f"dynexpr: the arguments are on CUDA devices {devices}; a kernel runs "
+                        "on one: move them to one device first")
+    return devices[0] if devices else None
+
+
 def guard_facts(arrays: list[DeviceArray], capability_of: Callable[[int], tuple[int, int]]) -> tuple:
     """What a compiled entry's guards hold for these arguments besides dtype and shape: one
     device for all (a kernel runs on one), and that device's compute capability (the
     cubin's sm_XX). Raises for arrays on two devices."""
-    devices = sorted({a.device for a in arrays})
-    if len(devices) > 1:
-        raise TypeError(f"dynexpr: capture(backend='cuda'): the arguments are on CUDA devices "
-                        f"{devices}; a kernel runs on one: move them to one device first")
-    if not devices:
+    device = one_device(arrays)
+    if device is None:
         return ()
-    return (("device", devices[0]), ("capability", tuple(capability_of(devices[0]))))
+    return (("device", device), ("capability", tuple(capability_of(device))))

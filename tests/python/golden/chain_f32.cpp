@@ -38,11 +38,11 @@ static void k0(void* ctx, dx::index_t b, dx::index_t e) {
     const dx::index_t m = e - i;
     alignas(64) float t0[dx::simd::max_lanes_v<decltype(d)>];
     alignas(64) float t1[dx::simd::max_lanes_v<decltype(d)>];
-    alignas(64) float r[dx::simd::max_lanes_v<decltype(d)>];
     for (dx::index_t j = 0; j < N; ++j) {
       t0[j] = l0[i + (j < m ? j : 0)];
       t1[j] = l1[i + (j < m ? j : 0)];
     }
+    alignas(64) float r[dx::simd::max_lanes_v<decltype(d)>];
     hn::Store(k0_at(d, t0, t1, 0), d, r);
     for (dx::index_t j = 0; j < m; ++j) out[i + j] = r[j];
   }
@@ -107,7 +107,7 @@ static void run([[maybe_unused]] dxk::frame& f) {
   {
     dxk::owned keep0;
     k1_args args{dxk::dense(o0, keep0), o1.data()};
-    dxk::run_rows((o0.size() / 1024), 1024, 1, k1, &args);
+    dxk::run_rows(o0.size() / 1024, 1024, 1, k1, &args);
   }
 }
 

@@ -74,7 +74,7 @@ static void run([[maybe_unused]] dxk::frame& f) {
   {
     dxk::owned keep0;
     k0_args args{dxk::dense(x0, keep0), o0.data()};
-    dxk::run_rows((x0.size() / 20), 20, 1, k0, &args);
+    dxk::run_rows(x0.size() / 20, 20, 1, k0, &args);
   }
 }
 

@@ -111,7 +111,7 @@ static void run([[maybe_unused]] dxk::frame& f) {
   {
     dxk::owned keep0;
     k0_args args{dxk::dense(x0, keep0), t0.data()};
-    dxk::run_rows((x0.size() / 33), 33, 1, k0, &args);
+    dxk::run_rows(x0.size() / 33, 33, 1, k0, &args);
   }
   // kernel 1: pointwise -> tmp[1]
   const auto v2 = dxk::typed<float>(x0 - t0);
@@ -120,7 +120,7 @@ static void run([[maybe_unused]] dxk::frame& f) {
   auto t2 = dx::Tensor<float>::empty(dx::Shape{8, 1});
   {
     k1_args args{t1.data(), t2.data()};
-    dxk::run_rows((t1.size() / 33), 33, 1, k1, &args);
+    dxk::run_rows(t1.size() / 33, 33, 1, k1, &args);
   }
   // kernel 3: pointwise -> out[0]
   dxk::assign_fresh<true>(o0, dxk::typed<float>(t1 / t2));

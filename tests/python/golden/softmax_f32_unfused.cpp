@@ -78,10 +78,10 @@ static void k1(void* ctx, dx::index_t b, dx::index_t e) {
   if (i < e) {  // the last partial vector, padded with a real element
     const dx::index_t m = e - i;
     alignas(64) float t0[dx::simd::max_lanes_v<decltype(d)>];
-    alignas(64) float r[dx::simd::max_lanes_v<decltype(d)>];
     for (dx::index_t j = 0; j < N; ++j) {
       t0[j] = l0[i + (j < m ? j : 0)];
     }
+    alignas(64) float r[dx::simd::max_lanes_v<decltype(d)>];
     hn::Store(k1_at(d, t0, 0), d, r);
     for (dx::index_t j = 0; j < m; ++j) out[i + j] = r[j];
   }
@@ -138,7 +138,7 @@ static void run([[maybe_unused]] dxk::frame& f) {
   {
     dxk::owned keep0;
     k0_args args{dxk::dense(x0, keep0), t0.data()};
-    dxk::run_rows((x0.size() / 33), 33, 1, k0, &args);
+    dxk::run_rows(x0.size() / 33, 33, 1, k0, &args);
   }
   // kernel 1: pointwise -> tmp[1]
   auto t1 = dxk::eval_fresh<true>(dxk::typed<float>(x0 - t0));
@@ -152,7 +152,7 @@ static void run([[maybe_unused]] dxk::frame& f) {
   auto t3 = dx::Tensor<float>::empty(dx::Shape{8, 1});
   {
     k2_args args{t2.data(), t3.data()};
-    dxk::run_rows((t2.size() / 33), 33, 1, k2, &args);
+    dxk::run_rows(t2.size() / 33, 33, 1, k2, &args);
   }
   // kernel 4: pointwise -> out[0]
   dxk::assign_fresh<true>(o0, dxk::typed<float>(t2 / t3));
