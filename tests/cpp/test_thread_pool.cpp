@@ -188,6 +188,34 @@ TEST_CASE("the pool uses its workers, and never more threads than num_threads") 
   CHECK_FALSE(par::in_worker());
 }
 
+TEST_CASE("with every thread on time, each runs its own contiguous part, call after call") {
+  // Note [pool protocol]: home ranges keep a thread on the same data (in its own cache) from
+  // one call to the next. Chunks of 2 ms leave the worker ample time to wake, so the caller
+  // runs the first half and the worker the second; a machine too busy to schedule the
+  // worker within 2 ms is allowed for by asking for most calls, not all. The shared-counter
+  // protocol this replaced interleaved the halves (caller 0, 2, ...; worker 1, 3, ...).
+  par::set_num_threads(2);
+  const auto caller = std::this_thread::get_id();
+  int split_in_halves = 0;
+  constexpr int calls = 10;
+  for (int call = 0; call < calls; ++call) {
+    std::vector<chunk> chunks;
+    std::mutex m;
+    par::parallel_for(8, 1, 1, force_pool, [&](index_t b, index_t e) {
+      slow_chunk();
+      std::lock_guard<std::mutex> lock(m);
+      chunks.push_back({b, e, std::this_thread::get_id()});
+    });
+    std::sort(chunks.begin(), chunks.end(), [](auto& x, auto& y) { return x.begin < y.begin; });
+    REQUIRE(chunks.size() == 8);
+    bool halves = chunks[4].thread != caller;
+    for (std::size_t i = 0; i < chunks.size(); ++i)
+      halves = halves && (i < 4 ? chunks[i].thread == caller : chunks[i].thread == chunks[4].thread);
+    split_in_halves += halves;
+  }
+  CHECK(split_in_halves >= calls / 2);
+}
+
 TEST_CASE("spin_time is settable, clamped, and any spin time gives correct results") {
   const auto keep = par::spin_time();
   par::set_num_threads(2);
