@@ -5,16 +5,21 @@ Note [the device path]
 The hook is on the miss path only (captured.py), as Dask's is: a CUDA array fails every
 entry's NumPy guards, so NumPy calls never reach this module. A call with CUDA arrays
 (cuda_arrays.library_of: CuPy, torch CUDA tensors, __cuda_array_interface__ objects):
-- is described: each CUDA argument's pointer, shape, element strides, dtype, device. Two
-  arguments on two devices, or two that overlap in memory without being the same view,
-  run as plain Python (the library decides, as it would without dynexpr);
+- is described: each CUDA argument's pointer, shape, element strides, dtype, device, and
+  so is each CUDA array the function reads from a global or a closure cell (the global
+  names its code and the code nested in it loads, its free variables; a global read only
+  by a function it calls is not looked for, so that call breaks the graph). Two arrays on
+  two devices, or two that overlap in memory without being the same view, run as plain
+  Python (the library decides, as it would without dynexpr);
 - is translated on stand-ins: NumPy arrays of each argument's dtype, shape, strides and
   writeability over calloc'd memory never read (DeviceArray.stand_in; an argument passed
-  twice is one stand-in), with `cupy.exp` read as np.exp (cuda_arrays.numpy_equivalent);
-- finds its entry by a key (per CUDA argument: position, library, device, compute
+  twice is one stand-in; a global's or closure's array is read as its stand-in through
+  Session.stand_ins), with `cupy.exp` read as np.exp (cuda_arrays.numpy_equivalent);
+- finds its entry by a key (per CUDA array: position or source, library, device, compute
   capability, first position of the same array) and the translation's own guards checked
-  on the stand-ins: dtype, shape or the dynamic rule, stride class, aliasing, and every
-  global, closure and scalar the graph relied on;
+  on the stand-ins (_Substituted shows the guards a global's or closure's stand-in): dtype,
+  shape or the dynamic rule, stride class, aliasing, and every global, closure and scalar
+  the graph relied on;
 - runs the entry: the graph's kernels (the cuda backend, or the backend the function was
   captured with where that one generates CUDA, the emulation for tests) on the real
   arrays, results allocated through the arguments' library on its current stream.
@@ -27,14 +32,16 @@ background (config.background_compile), its entry runs plain as well, and the fi
 that finds it ready switches. `explain` reports each entry's path and reason
 (cuda_run.describe).
 
-Not handled yet, so plain: CUDA arrays read from globals or closures (a graph input whose
-value is not an argument), CUDA arrays inside lists or tuples, results that are views of
-an argument, and resuming after a graph break (the whole call runs plain).
+Not handled yet, so plain: CUDA arrays inside lists or tuples, results that are views of
+an argument, and resuming after a graph break (the whole call runs plain). A call whose
+only CUDA arrays are globals or closures takes the CPU path, where the CUDA array breaks
+the graph (plain Python, correct).
 """
 
 from __future__ import annotations
 
 import threading
+import types
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,10 +73,57 @@ def has_device_arrays(bound) -> bool:
 class _Call:
     key: tuple
     meta: list                    # bound with CUDA arguments replaced by stand-ins
-    stand_ins: set               # ids of the stand-ins in meta
+    stand_ins: set               # ids of every stand-in (arguments, globals, closures)
     library: cuda_arrays.Library
     device: int
-    arrays: dict[int, cuda_arrays.DeviceArray]
+    arrays: dict                  # position or ("global"/"closure", name) -> DeviceArray
+    outside: dict                 # ("global"/"closure", name) -> its stand-in
+
+    def view(self, fn):
+        """fn as the guards and the translation see this call: its outside arrays as
+        their stand-ins."""
+        return _Substituted(fn, self.outside) if self.outside else fn
+
+
+class _Substituted:
+    """A function as guards.resolve reads it (__globals__, __closure__, __code__), with
+    the CUDA arrays of some globals and closure cells shown as their stand-ins; what is
+    not substituted is the function's own, read at each call."""
+
+    __slots__ = ("__closure__", "__code__", "__globals__")
+
+    def __init__(self, fn, outside: dict) -> None:
+        g = {name: x for (kind, name), x in outside.items() if kind == "global"}
+        self.__globals__ = _Globals(fn.__globals__, g) if g else fn.__globals__
+        self.__code__ = fn.__code__
+        cells = fn.__closure__
+        if cells and any(kind == "closure" for kind, _ in outside):
+            cells = tuple(types.CellType(outside[("closure", name)])
+                          if ("closure", name) in outside else cell
+                          for name, cell in zip(fn.__code__.co_freevars, cells))
+        self.__closure__ = cells
+
+
+class _Globals(dict):
+    """A module's globals with some names read as stand-ins (lookups only)."""
+
+    __slots__ = ("_real",)
+
+    def __init__(self, real: dict, shown: dict) -> None:
+        super().__init__(shown)
+        self._real = real
+
+    def __missing__(self, name):
+        return self._real[name]
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or name in self._real
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
 
 
 @dataclass
@@ -92,6 +146,7 @@ class State:
     """The device-path entries of one captured function (CapturedFunction._device)."""
 
     entries: list[Entry] = field(default_factory=list)
+    names: tuple | None = None    # the global names fn's code loads (_outside)
     dyn: set = field(default_factory=set)  # (source, axis) seen with two extents
     shapes: dict = field(default_factory=dict)  # source -> the first extents seen
     last: Entry | None = None     # the entry of the latest call (explain)
@@ -100,13 +155,12 @@ class State:
 
 def call(cf, bound: list, args: tuple, kwargs: dict) -> Any:
     fn = cf._fn
+    state = _state(cf)
     try:
-        c = _describe(bound)
+        c = _describe(bound, _outside(fn, state))
     except _Plain as e:
-        state = _state(cf)
         state.last = Entry((), None, str(e))
         return fn(*args, **kwargs)
-    state = _state(cf)
     entry = _find(state, c, fn)
     if entry is None:
         with state.lock:
@@ -129,13 +183,45 @@ def _state(cf) -> State:
 
 
 # -- one call described ----------------------------------------------------------------
+def _global_names(code) -> set:
+    """The names `code` and the code objects nested in it (comprehensions, lambdas) may
+    load as globals."""
+    names = set(code.co_names)
+    for k in code.co_consts:
+        if isinstance(k, types.CodeType):
+            names |= _global_names(k)
+    return names
+
+
+def _outside(fn, state: State) -> list:
+    """[(source, CUDA array)] of the globals and closure cells fn reads that hold CUDA
+    arrays now (Note [the device path])."""
+    if state.names is None:
+        g = fn.__globals__
+        state.names = tuple(sorted(n for n in _global_names(fn.__code__) if n in g))
+    found = []
+    g = fn.__globals__
+    for name in state.names:
+        v = g.get(name)
+        if v is not None and cuda_arrays.library_of(v) is not None:
+            found.append((("global", name), v))
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell: the translation says so
+            continue
+        if cuda_arrays.library_of(v) is not None:
+            found.append((("closure", name), v))
+    return found
+
+
 @dataclass
 class _Shape:
     """What calls with the same layouts, devices and repeats share (cached by _describe):
     the entry key, the stand-ins by argument position, their ids."""
 
     key: tuple
-    stand_ins: dict[int, np.ndarray]
+    stand_ins: dict        # position or source -> its stand-in
     ids: set
 
 
@@ -144,15 +230,19 @@ _SHAPES = 512
 _shapes_lock = threading.Lock()
 
 
-def _describe(bound: list) -> _Call:
-    arrays: dict[int, cuda_arrays.DeviceArray] = {}
-    for i, a in enumerate(bound):
+def _describe(bound: list, outside: list) -> _Call:
+    """The call's CUDA arrays, arguments (keyed by position) and `outside` ones (keyed by
+    source), described, with their stand-ins."""
+    arrays: dict = {}
+    objects: dict = {}
+    for key, a in [*enumerate(bound), *outside]:
         lib = cuda_arrays.library_of(a)
         if lib is not None:
             try:
-                arrays[i] = cuda_arrays.read(a, i, lib)
+                arrays[key] = cuda_arrays.read(a, key, lib)
             except TypeError as e:
                 raise _Plain(str(e)) from None
+            objects[key] = a
     items = list(arrays.items())
     lib = items[0][1].library
     if any(d.library is not lib for d in arrays.values()):
@@ -168,22 +258,30 @@ def _describe(bound: list) -> _Call:
         for j, e in items[:k]:
             if j in same:
                 continue  # a repeat: its first occurrence answers for it
-            if bound[j] is bound[i] or d.same_view(e):
+            if objects[j] is objects[i] or d.same_view(e):
                 same[i] = j
                 break
             elo, ehi = e.span()
             if lo < ehi and elo < hi:
-                raise _Plain(f"arguments {j} and {i} overlap in device memory without being "
-                             "the same view; dynexpr does not model partial overlap")
-    look = tuple((i, type(bound[i]), d.layout, d.readonly, d.device, same.get(i))
+                raise _Plain(f"{_name(j)} and {_name(i)} overlap in device memory without "
+                             "being the same view; dynexpr does not model partial overlap")
+    look = tuple((i, type(objects[i]), d.layout, d.readonly, d.device, same.get(i))
                  for i, d in items)
     shape = _shapes.get(look)
     if shape is None:
         shape = _shape(look, arrays, lib, device)
     meta = list(bound)
+    outside_stand_ins = {}
     for i, x in shape.stand_ins.items():
-        meta[i] = x
-    return _Call(shape.key, meta, shape.ids, lib, device, arrays)
+        if isinstance(i, int):
+            meta[i] = x
+        else:
+            outside_stand_ins[i] = x
+    return _Call(shape.key, meta, shape.ids, lib, device, arrays, outside_stand_ins)
+
+
+def _name(key) -> str:
+    return f"argument {key}" if isinstance(key, int) else f"{key[0]} {key[1]!r}"
 
 
 def _shape(look: tuple, arrays: dict, lib, device: int) -> _Shape:
@@ -207,8 +305,9 @@ _capabilities: dict[tuple[str, int], tuple[int, int]] = {}
 
 # -- entries ---------------------------------------------------------------------------
 def _find(state: State, c: _Call, fn) -> Entry | None:
+    seen = c.view(fn)
     for e in state.entries:
-        if e.key == c.key and (e.guards is None or e.guards.holds(c.meta, fn)):
+        if e.key == c.key and (e.guards is None or e.guards.holds(c.meta, seen)):
             return e
     return None
 
@@ -278,12 +377,13 @@ def _translate(cf, state: State, c: _Call):
 
         try:
             tr, _ = translate_dynamic(
-                fn, c.meta, policy, run=lambda st: translate(fn, c.meta, st, False, device=True))
+                fn, c.meta, policy, run=lambda st: translate(fn, c.meta, st, False, device=True,
+                                                             stand_ins=c.outside))
         except Unsupported:
             tr = None
         if tr is not None:
             return tr
-    return translate(fn, c.meta, resumable=False, device=True)
+    return translate(fn, c.meta, resumable=False, device=True, stand_ins=c.outside)
 
 
 def _note_shapes(cf, state: State, c: _Call) -> None:
@@ -292,7 +392,7 @@ def _note_shapes(cf, state: State, c: _Call) -> None:
     if cf.dynamic is not None:
         return
     for i, d in c.arrays.items():
-        src = ("arg", i)
+        src = ("arg", i) if isinstance(i, int) else i
         seen = state.shapes.setdefault(src, d.shape)
         if len(seen) == len(d.shape):
             state.dyn.update((src, ax) for ax, (a, b) in enumerate(zip(seen, d.shape))
@@ -306,7 +406,7 @@ def _why_plain(tr, c: _Call, fn) -> str | None:
         if s[0] == "as0d":  # a scalar argument as a 0-d array: a loop's trip count
             return ("not generated for CUDA yet: a loop (its trip count, a scalar argument, "
                     "is a 0-d array input)")
-        v = resolve(s, c.meta, fn)
+        v = resolve(s, c.meta, c.view(fn))
         if isinstance(v, np.ndarray) and id(v) not in c.stand_ins:
             where = "argument" if s[0] == "arg" else "global or closure"
             return (f"it reads a NumPy array (a {where}) next to CUDA arrays; kernels read "
@@ -416,14 +516,14 @@ def explain(fn, target, bound: list) -> tuple:
         return graphs, breaks, guards, device
 
     try:
-        c = _describe(bound)
+        c = _describe(bound, _outside(target, State()))
     except _Plain as e:
         return out([], [], [], [f"runs as plain Python on the arrays' library: {e}"])
     cap = c.key[0][3]
     where = (f"{c.library.name} arrays on CUDA device {c.device} (compute capability "
              f"{cap[0]}.{cap[1]}; guarded with the library, device and capability)")
     try:
-        tr = translate(target, c.meta, resumable=False, device=True)
+        tr = translate(target, c.meta, resumable=False, device=True, stand_ins=c.outside)
     except Unsupported as e:
         what = ("runs as plain Python on the arrays' library: a graph break (below); "
                 "resuming after a break is not done on the device path")

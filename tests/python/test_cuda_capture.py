@@ -144,7 +144,7 @@ def test_the_same_array_twice_is_one_input_and_partial_overlap_runs_plain(lib):
     want = xh.copy()
     axpy(want[1:], want[:-1])
     np.testing.assert_allclose(z.a, want)
-    assert f._device.last.reason.startswith("arguments 0 and 1 overlap in device memory")
+    assert f._device.last.reason.startswith("argument 0 and argument 1 overlap in device memory")
 
 
 def test_guards_recompile_for_dtype_device_capability_and_globals(lib):
@@ -178,6 +178,60 @@ def test_a_changed_global_recompiles(lib):
     finally:
         SHIFT = 1.0
     assert len(f._device.entries) == 2
+
+
+WEIGHT = None  # a CUDA array read as a global (set by the test below)
+
+
+def scaled_by_global(x):
+    return np.tanh(x * WEIGHT) + WEIGHT
+
+
+def make_affine(w, b):
+    def affine(x):
+        return x * w + b
+
+    return affine
+
+
+def test_cuda_arrays_in_globals_and_closures_are_inputs_of_the_kernels(lib):
+    global WEIGHT
+    xh = RNG.standard_normal((16, 24)).astype(np.float32)
+    wh = RNG.standard_normal(24).astype(np.float32)
+    bh = RNG.standard_normal(24).astype(np.float32)
+    f = dynexpr.capture(scaled_by_global, backend=EMU)
+    try:
+        WEIGHT = dev(wh)
+        same(f(dev(xh)), np.tanh(xh * wh) + wh)
+        same(f(dev(xh)), np.tanh(xh * wh) + wh)
+        assert paths(f) == ["device entry 1 (fakecuda arrays, 2 calls): CUDA kernels"]
+        w2 = RNG.standard_normal(24).astype(np.float32)
+        WEIGHT = dev(w2)  # another array of the same kind: the same entry reads its values
+        same(f(dev(xh)), np.tanh(xh * w2) + w2)
+        assert len(f._device.entries) == 1
+        w64 = wh.astype(np.float64)
+        WEIGHT = dev(w64)  # another dtype: the global's guards ask for a new entry
+        same(f(dev(xh)), np.tanh(xh * w64) + w64)
+        assert len(f._device.entries) == 2
+        WEIGHT = dev(wh, device=1)  # a global on another device than the argument
+        same(f(dev(xh)), np.tanh(xh * wh) + wh)
+        assert "devices" in f._device.last.reason
+        WEIGHT = wh  # a NumPy global next to a CUDA argument: the library decides
+        same(f(dev(xh)), np.tanh(xh * wh) + wh)
+        assert "NumPy array (a global or closure)" in paths(f)[-1]
+        WEIGHT = dev(wh)
+        text = str(dynexpr.explain(f, dev(xh)))
+        assert "CUDA kernel launches" in text or "CUDA unit" in text, text
+    finally:
+        WEIGHT = None
+    g = dynexpr.capture(make_affine(dev(wh), dev(bh)), backend=EMU)
+    same(g(dev(xh)), xh * wh + bh)
+    same(g(dev(xh)), xh * wh + bh)
+    assert paths(g) == ["device entry 1 (fakecuda arrays, 2 calls): CUDA kernels"]
+    w = dev(wh)
+    h = dynexpr.capture(make_affine(w, w), backend=EMU)  # one array in two cells
+    same(h(dev(xh)), xh * wh + wh)
+    assert paths(h)[0].endswith("CUDA kernels")
 
 
 def test_changing_extents_become_dynamic(lib):

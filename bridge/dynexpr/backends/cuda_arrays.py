@@ -251,7 +251,7 @@ _layouts: dict[tuple, Layout] = {}
 _LAYOUTS = 4096
 
 
-def layout(cai: dict, i: int) -> Layout:
+def layout(cai: dict, i: int | tuple) -> Layout:
     """The interned Layout of an interface dict; TypeError naming the way out when
     dynexpr cannot use it (version < 3, a mask, a dtype, unaligned strides)."""
     k = (cai["typestr"], cai["shape"], cai.get("strides"), cai.get("version", 0),
@@ -268,7 +268,7 @@ def layout(cai: dict, i: int) -> Layout:
     return got
 
 
-def _layout(cai: dict, i: int) -> Layout:
+def _layout(cai: dict, i: int | tuple) -> Layout:
     version = cai.get("version", 0)
     if version < 3:
         raise TypeError(f"{_where(i)} has __cuda_array_interface__ version {version}; dynexpr "
@@ -342,7 +342,7 @@ class DeviceArray:
                                                writeable=not self.readonly)
 
 
-def read(x: Any, i: int, lib: Library | None = None) -> DeviceArray:
+def read(x: Any, i: int | tuple, lib: Library | None = None) -> DeviceArray:
     """The description of argument i, a CUDA array of a known library (library_of(x)
     is not None); TypeError naming the problem when it cannot be used."""
     lib = lib or library_of(x)
@@ -368,7 +368,12 @@ def described_inputs(inputs, *, host: bool) -> dict[int, DeviceArray]:
     return out
 
 
-def _where(i: int) -> str:
+def _where(i: int | tuple) -> str:
+    """i: an argument's position, or the source ("global" / "closure", name) of an array
+    a captured function reads from outside its arguments (cuda_run.py)."""
+    if isinstance(i, tuple):
+        what = "global" if i[0] == "global" else "closure variable"
+        return f"dynexpr: capture(backend='cuda'): {what} {i[1]!r}"
     return f"dynexpr: capture(backend='cuda'): argument {i}"
 
 

@@ -97,10 +97,11 @@ class Context:
     """What all frames of one translation share: the graph, the guards, the arrays, and
     the session (Note [one session per translation] in session.py)."""
 
-    def __init__(self, fn: Any, dyn: Any = None, device: bool = False) -> None:
+    def __init__(self, fn: Any, dyn: Any = None, device: bool = False,
+                 stand_ins: dict | None = None) -> None:
         self.fn = fn
         # dyn: dynamic.DynState, or None: every extent static
-        self.session = Session(dyn, device)
+        self.session = Session(dyn, device, stand_ins)
         self.budget = Budget()
         self.graph = GraphBuilder(self.budget, self.session)
         self._guards: dict[Guard, None] = {}
@@ -130,6 +131,8 @@ class Context:
         hit = self._wrapped.get(source)
         if hit is not None:
             return hit
+        if self.session.stand_ins:  # a CUDA array of a global or closure (cuda_run.py)
+            value = self.session.stand_ins.get(source, value)
         var = self._wrap(value, source)
         self._wrapped[source] = var
         return var

@@ -94,11 +94,12 @@ class Pause:
 
 def run_top(fn: Any, make_frame, dyn: Any = None, resumable: bool = False,
             stop: tuple | None = None, strict: bool = False,
-            truncate: bool = True, device: bool = False) -> Translation:
+            truncate: bool = True, device: bool = False,
+            stand_ins: dict | None = None) -> Translation:
     """Translate the frame make_frame(ctx) builds; with `resumable`, a break in the top
     frame ends the translation there with a Resume instead of raising. `truncate`: long
     rollable loops may stop unrolling early (Note [stopping the unrolling early])."""
-    ctx = Context(fn, dyn, device)
+    ctx = Context(fn, dyn, device, stand_ins)
     ctx.truncate_loops = truncate
     if resumable:
         ctx.pause = Pause(fn.__code__, *(stop or (None, None)), strict=strict)
@@ -107,11 +108,11 @@ def run_top(fn: Any, make_frame, dyn: Any = None, resumable: bool = False,
         return finalize(ctx, frame.run())
     except Untruncate:
         return run_top(fn, make_frame, dyn, resumable, stop, strict, truncate=False,
-                       device=device)
+                       device=device, stand_ins=stand_ins)
     except Unsupported as e:
         if ctx.truncated:  # no break or resume state from a loop that was cut short
             return run_top(fn, make_frame, dyn, resumable, stop, strict, truncate=False,
-                           device=device)
+                           device=device, stand_ins=stand_ins)
         e.guards = ctx.guards  # what the translation had relied on when it stopped
         p = getattr(e, "pause", None)
         if p is None or e.final:

@@ -26,13 +26,17 @@ class Session:
     translation]). `dyn`: the dynamic.DynState of a translate_dynamic run, or None when
     every extent is static."""
 
-    __slots__ = ("dyn", "writes", "inlined", "api", "device")
+    __slots__ = ("dyn", "writes", "inlined", "api", "device", "stand_ins")
 
-    def __init__(self, dyn: DynState | None = None, device: bool = False) -> None:
+    def __init__(self, dyn: DynState | None = None, device: bool = False,
+                 stand_ins: dict | None = None) -> None:
         self.dyn = dyn
         # a device-path translation (cuda_run.py): a CUDA library's functions spelled like
         # NumPy's are NumPy's (cupy.exp is np.exp); elsewhere plain Python refuses them
         self.device = device
+        # source -> the NumPy stand-in a device-path translation reads there instead of a
+        # CUDA array found in a global or closure (Note [the device path])
+        self.stand_ins = stand_ins or {}
         # NumPy's API the translation used beyond operators and indexing: "np.exp",
         # "ndarray.max", "ndarray.dtype" (Note [which libraries speak NumPy] in
         # backends/cuda_arrays.py)

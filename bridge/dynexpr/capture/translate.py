@@ -21,18 +21,19 @@ from .versions import translator
 
 
 def translate(fn: Any, bound: list, dyn: Any = None, resumable: bool = False,
-              device: bool = False) -> Translation:
+              device: bool = False, stand_ins: dict | None = None) -> Translation:
     """Run fn's bytecode on symbolic values for this call's bound arguments; raises
     errors.Unsupported at the first graph break, or with `resumable` returns the part
     before it (Translation.resume, Note [resuming after a graph break]). `dyn`: see
-    translate_dynamic. `device`: for CUDA arrays' stand-ins (Note [the device path])."""
+    translate_dynamic. `device`: for CUDA arrays' stand-ins (Note [the device path]);
+    `stand_ins`: source -> the stand-in read there for a global's or closure's CUDA array."""
 
     def make(ctx: Context):
         code = fn.__code__
         return translator()(ctx, code, top_level_locals(fn, bound), real_cells(ctx, fn),
                              fn.__globals__, None)
 
-    return run_top(fn, make, dyn, resumable, device=device)
+    return run_top(fn, make, dyn, resumable, device=device, stand_ins=stand_ins)
 
 
 def stack_depth() -> int:
