@@ -448,19 +448,31 @@ class _Unit:
         thread count. What it saves is the per-row setup of the general reduction, most
         of the time on short rows. Rows longer than 16384 elements (a whole 1-D array)
         keep the general reduction, which splits a row over threads.
+        A pointwise value may also read one value per row the same way (the division of
+        softmax, e / sum_row(e); layernorm's d / sqrt(var_row + eps)): it is then a row
+        loop over the pool, each row's value set once as a vector, for rows of up to
+        16384 elements (a static last extent).
         Inside a run of row blocks (Note [row blocks]) both work on the block's rows."""
         if v.dtype not in ("float32", "float64"):
             return False
         if v.op in _DIRECT_REDUCE:
             return self._direct_reduce(v, b)
-        found = self._direct_expr(v, v.dtype, tuple(v.shape), None) if v.shape else None
+        shape = tuple(v.shape)
+        rowshape = (shape[:-1] + (1,) if len(shape) >= 2 and isinstance(shape[-1], int)
+                    and 1 < shape[-1] <= _DIRECT_ROW_MAX else None)
+        found = self._direct_expr(v, v.dtype, shape, rowshape) if v.shape else None
         if found is None:
             return False
         order, leaves, rowvals, scalars = found
+        if rowvals and not leaves:
+            return False  # nothing of the full shape to size the destination by
         T = CTYPE[v.dtype]
         dest = self._direct_dest(b, T, leaves, keepdims=None)
         if dest is None:
             return False
+        if rowvals:
+            self._direct_rows(v, dest, order, leaves, rowvals, scalars)
+            return True
         k = self._direct_name()
         fn = self._direct_at(k, T, v, order, leaves, rowvals, scalars)
         fields, unpack = self._direct_params(T, leaves, rowvals, scalars)
@@ -490,6 +502,45 @@ class _Unit:
         self._direct_call(k, dest, leaves, rowvals, scalars,
                           f"run_blocks({dest}.size(), {sum(manifest.OPS[u.op]['cost'] for u in order)}")
         return True
+
+    def _direct_rows(self, v: ir.Value, dest: str, order, leaves, rowvals, scalars) -> None:
+        """The direct pointwise loop of a value that reads per-row values: row by row,
+        each row's values set once, its last partial vector padded as in the flat loop."""
+        T = CTYPE[v.dtype]
+        L = v.shape[-1]
+        k = self._direct_name()
+        fn = self._direct_at(k, T, v, order, leaves, rowvals, scalars)
+        fields, unpack = self._direct_params(T, leaves, rowvals, scalars)
+        rest = [f"W{n}" for n in range(len(rowvals))] + [f"s{n}" for n in range(len(scalars))]
+        call = ", ".join([f"l{n} + o" for n in range(len(leaves))] + rest)
+        pad = ", ".join([f"t{n}" for n in range(len(leaves))] + rest)
+        self.direct_fns += fn + [
+            f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
+            f"static void {k}(void* ctx, dx::index_t r0, dx::index_t r1) {{",
+            f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
+            *unpack,
+            f"  {T}* __restrict__ out = a.out;",
+            f"  const hn::ScalableTag<{T}> d;",
+            "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
+            "  for (dx::index_t r = r0; r < r1; ++r) {",
+            f"    const dx::index_t o = r * {L};",
+            *[f"    const auto W{n} = hn::Set(d, w{n}[r]);" for n in range(len(rowvals))],
+            "    dx::index_t i = 0;",
+            f"    for (; i + N <= {L}; i += N) hn::StoreU({k}_at(d, {call}, i), d, out + o + i);",
+            f"    if (i < {L}) {{  // the row's last partial vector, padded with a real element",
+            f"      const dx::index_t m = {L} - i;",
+            *_padded(T, len(leaves), "o + i", "      "),
+            f"      alignas(64) {T} res[dx::simd::max_lanes_v<decltype(d)>];",
+            f"      hn::Store({k}_at(d, {pad}, 0), d, res);",
+            "      for (dx::index_t j = 0; j < m; ++j) out[o + i + j] = res[j];",
+            "    }",
+            "  }",
+            "}",
+            "",
+        ]
+        cost = sum(manifest.OPS[u.op]["cost"] for u in order)
+        self._direct_call(k, dest, leaves, rowvals, scalars,
+                          f"run_rows({dest}.size() / {L}, {L}, {cost}")
 
     def _direct_reduce(self, v: ir.Value, b: Buffer) -> bool:
         e = v.args[0]
