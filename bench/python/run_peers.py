@@ -51,7 +51,7 @@ from workloads import Workload, by_name  # noqa: E402
 IMPLS = ("numpy", "dynexpr", "dynexpr_unfused", "dynexpr_autotune", "numexpr", "torch_compile",
          "jax", "numba")
 PEER_IMPLS = ("numexpr", "torch_compile", "jax", "numba")
-SETTLE = 0.01  # seconds of quiet before each timed sample (see measure_group)
+SETTLE = 0.01  # seconds of quiet before each timed sample, about dynexpr's spin (measure_group)
 QUICK_WORKLOADS = "gelu,black_scholes,softmax_rows,sum_squares"
 PROBE_BYTES = 64 << 20  # per array of the bandwidth probe: far beyond the last-level cache
 # (rtol, atol) per result dtype; atol is relative to the largest |expected| value, so that

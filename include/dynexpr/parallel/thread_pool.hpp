@@ -33,7 +33,7 @@
 #include "dynexpr/core/error.hpp"
 
 #ifndef DYNEXPR_DEFAULT_SPIN_US
-#define DYNEXPR_DEFAULT_SPIN_US 2000
+#define DYNEXPR_DEFAULT_SPIN_US 10000
 #endif
 
 // Note [runtime library]
@@ -176,13 +176,17 @@ inline std::atomic<bool> pool_gone{false};
 // chunks itself (bench/pool_handoff.cpp measures a kernel after a 10 ms pause against
 // back to back). A longer spin keeps them awake across Python's work between kernels at
 // the price of a core that polls (and yields) while nothing runs. DYNEXPR_SPIN_US or
-// dynexpr.config.spin_us set it. The default, 2 ms, is of the order of OpenMP's (libgomp
-// spins ~300k pause loops; Intel's KMP_BLOCKTIME is 200 ms), which the peers' threads use:
-// with 30 us, a Python caller's few tens of microseconds between two kernels put the workers
-// to sleep, and on this 2-core VM a ~1 ms row kernel then ran at one thread's speed
-// (run_peers.py, 1M float32: softmax_rows 1.32 ms -> 0.78 ms, layernorm_rows 0.99 -> 0.53,
-// gelu 0.75 -> 0.41 with 2 ms). A pause longer than the spin still pays the wake-up
-// (bench/python/pause_bench.py).
+// dynexpr.config.spin_us set it. The default, 10 ms, is of the order of OpenMP's, which the
+// peers' threads use: libgomp's 300k pause loops kept its worker busy ~4.3 ms after a
+// parallel region on this 2-core AVX-512 VM (numba's omp layer, CPU time from schedstat);
+// Intel's KMP_BLOCKTIME is 200 ms. Measured on that VM: with 30 us, a Python caller's few
+// tens of microseconds between two kernels put the workers to sleep and a ~1 ms row kernel
+// ran at one thread's speed (run_peers.py, 1M float32: softmax_rows 1.32 ms -> 0.78 ms with
+// 2 ms); with 2 or 5 ms, when another library's 5 ms sample and a 10 ms pause came between
+// two samples, 30-40% of dynexpr's samples (clip_scale, 1M float32) ran at one thread's
+// speed for the whole sample, and none with 10 ms; gelu 1M after a 5 ms pause took 1.76x
+// its back-to-back time with 2 ms, 1.15x with 10 ms (bench/python/pause_bench.py). A pause
+// longer than the spin still pays the wake-up.
 
 inline void cpu_relax() noexcept {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
