@@ -211,12 +211,15 @@ def open_run(unit, run: Run) -> tuple:
     unit.rename = {name: name + "r" for name in dict.fromkeys(views)}
     for name, row in unit.rename.items():
         unit.emit(f"auto {row} = dxk::rows({name}, r0, r1);")
+    unit.pending = []  # direct loops wait to run row by row together (codegen.flush_direct)
     return set(unit.names), set(unit.declared_tmp)
 
 
 def close_run(unit, run: Run, saved: tuple) -> None:
     """Closes the lambda open_run opened; what was declared inside it is forgotten."""
     names, tmps = saved
+    unit.flush_direct()
+    unit.pending = None
     unit.rename = {}
     unit.emit("});")
     # Names declared inside the block's lambda are out of scope after it.

@@ -92,6 +92,25 @@ def test_three_d_rows_reducing_the_last_two_axes():
     _check(standardise, RNG.standard_normal((600, 32, 24)), blocked=True)
 
 
+def softmax_last(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize(("shape", "dtype"), [((4099, 300), "float64"),
+                                              ((300, 7, 301), "float32"),
+                                              ((10007, 33), "float32")])
+def test_direct_loops_of_a_block_run_row_by_row_together(shape, dtype):
+    """Note [rows of direct loops]: the block's direct loops (max, exp-sum, divide) run as
+    one loop over its rows, each taking a few rows in turn: ragged row counts, rows that
+    are a leading axis times a middle one (3-D), rows shorter than a vector step."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    source = _check(softmax_last, x, blocked=True)
+    assert "static void g0(" in source
+    out = _check(logsumexp_rows, RNG.standard_normal((4000, 200)).astype(dtype), blocked=True)
+    assert "static void g0(" in out  # with the [R, 1] pointwise kernel: one value per row
+
+
 def test_several_outputs_and_an_intermediate_returned():
     def stats(x):
         m = x.max(axis=1, keepdims=True)
