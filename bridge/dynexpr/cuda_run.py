@@ -32,10 +32,14 @@ background (config.background_compile), its entry runs plain as well, and the fi
 that finds it ready switches. `explain` reports each entry's path and reason
 (cuda_run.describe).
 
-Not handled yet, so plain: CUDA arrays inside lists or tuples, results that are views of
-an argument, and resuming after a graph break (the whole call runs plain). A call whose
-only CUDA arrays are globals or closures takes the CPU path, where the CUDA array breaks
-the graph (plain Python, correct).
+CUDA arrays inside list and tuple arguments (nested too, the first _ITEMS items of each)
+are inputs like the others: the translation and the guards read a copy of the container
+with their stand-ins (_replaced), the kernels the real arrays.
+
+Not handled yet, so plain: results that are views of an argument, CUDA arrays in dicts,
+and resuming after a graph break (the whole call runs plain). A call whose only CUDA
+arrays are globals or closures takes the CPU path, where the CUDA array breaks the graph
+(plain Python, correct).
 """
 
 from __future__ import annotations
@@ -64,9 +68,48 @@ class _Plain(Exception):
 
 
 def has_device_arrays(bound) -> bool:
-    """Whether a call's bound arguments hold a CUDA array (cheap for NumPy arrays and
-    numbers, which library_of answers at once)."""
-    return any(cuda_arrays.library_of(a) is not None for a in bound)
+    """Whether a call's bound arguments hold a CUDA array, themselves or as items of lists
+    and tuples (cheap for NumPy arrays and numbers, which library_of answers at once)."""
+    for a in bound:
+        if type(a) in (list, tuple):
+            if any(True for _ in _items(a, ("arg", 0))):
+                return True
+        elif cuda_arrays.library_of(a) is not None:
+            return True
+    return False
+
+
+_ITEMS = 256  # items of list and tuple arguments looked at for CUDA arrays, per argument
+
+
+def _items(container, source: tuple):
+    """(source, CUDA array) for the items of a list or tuple (exactly those types, nested),
+    at most _ITEMS items looked at."""
+    stack, seen = [(container, source)], 0
+    while stack:
+        c, src = stack.pop()
+        for j, v in enumerate(c):
+            seen += 1
+            if seen > _ITEMS:
+                return
+            if type(v) in (list, tuple):
+                stack.append((v, ("item", src, j)))
+            elif cuda_arrays.library_of(v) is not None:
+                yield ("item", src, j), v
+
+
+def _replaced(container, source: tuple, subs: dict):
+    """A copy of a list or tuple argument with the CUDA arrays at `subs`' sources replaced
+    by their stand-ins (what the translation and the guards read)."""
+    items = []
+    for j, v in enumerate(container):
+        src = ("item", source, j)
+        if src in subs:
+            v = subs[src]
+        elif type(v) in (list, tuple):
+            v = _replaced(v, src, subs)
+        items.append(v)
+    return items if type(container) is list else tuple(items)
 
 
 @dataclass
@@ -235,7 +278,11 @@ def _describe(bound: list, outside: list) -> _Call:
     source), described, with their stand-ins."""
     arrays: dict = {}
     objects: dict = {}
-    for key, a in [*enumerate(bound), *outside]:
+    found = [*enumerate(bound), *outside]
+    for i, a in enumerate(bound):
+        if type(a) in (list, tuple):
+            found += _items(a, ("arg", i))
+    for key, a in found:
         lib = cuda_arrays.library_of(a)
         if lib is not None:
             try:
@@ -271,17 +318,23 @@ def _describe(bound: list, outside: list) -> _Call:
     if shape is None:
         shape = _shape(look, arrays, lib, device)
     meta = list(bound)
-    outside_stand_ins = {}
+    outside_stand_ins, in_items = {}, {}
     for i, x in shape.stand_ins.items():
         if isinstance(i, int):
             meta[i] = x
+        elif i[0] == "item":
+            in_items[i] = x
         else:
             outside_stand_ins[i] = x
+    if in_items:
+        for i, a in enumerate(bound):
+            if type(a) in (list, tuple):
+                meta[i] = _replaced(a, ("arg", i), in_items)
     return _Call(shape.key, meta, shape.ids, lib, device, arrays, outside_stand_ins)
 
 
 def _name(key) -> str:
-    return f"argument {key}" if isinstance(key, int) else f"{key[0]} {key[1]!r}"
+    return cuda_arrays.source_text(key)
 
 
 def _shape(look: tuple, arrays: dict, lib, device: int) -> _Shape:

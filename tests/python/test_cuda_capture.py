@@ -234,6 +234,34 @@ def test_cuda_arrays_in_globals_and_closures_are_inputs_of_the_kernels(lib):
     assert paths(h)[0].endswith("CUDA kernels")
 
 
+def weighted_sum(xs, ws):
+    total = xs[0] * ws[0]
+    for x, w in zip(xs[1:], ws[1:]):
+        total = total + x * w
+    return np.tanh(total)
+
+
+def test_cuda_arrays_inside_list_and_tuple_arguments_are_inputs(lib):
+    hs = [RNG.standard_normal((12, 40)).astype(np.float32) for _ in range(3)]
+    f = dynexpr.capture(weighted_sum, backend=EMU)
+    want = weighted_sum(hs, (0.5, 1.5, -2.0))
+    same(f([dev(h) for h in hs], (0.5, 1.5, -2.0)), want)
+    same(f([dev(h) for h in hs], (0.5, 1.5, -2.0)), want)  # new arrays, the same entry
+    assert paths(f) == ["device entry 1 (fakecuda arrays, 2 calls): CUDA kernels"]
+    ws = [RNG.standard_normal(40).astype(np.float32) for _ in range(3)]
+    same(f(tuple(dev(h) for h in hs), [dev(w) for w in ws]), weighted_sum(hs, ws))
+    assert paths(f)[-1].endswith("CUDA kernels")
+    same(f([dev(h) for h in hs[:2]], (1.0, 2.0)), weighted_sum(hs[:2], (1.0, 2.0)))
+    assert len(f._device.entries) == 3  # another length: the list's guard asks again
+    assert all(p.endswith("CUDA kernels") for p in paths(f))
+    nested = dynexpr.capture(lambda pair, k: pair[0][0] * k + pair[1], backend=EMU)
+    a, b = dev(hs[0]), dev(hs[1])
+    same(nested(([a], b), 3.0), hs[0] * 3.0 + hs[1])
+    assert paths(nested)[0].endswith("CUDA kernels")
+    assert cuda_run.has_device_arrays([[1.0, ("x", a)]])
+    assert not cuda_run.has_device_arrays([[1.0, 2.0], (hs[0],)])
+
+
 def test_changing_extents_become_dynamic(lib):
     f = dynexpr.capture(softmax_np, backend=EMU)
     for rows in (3, 5, 9, 17):

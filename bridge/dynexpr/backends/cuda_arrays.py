@@ -369,12 +369,26 @@ def described_inputs(inputs, *, host: bool) -> dict[int, DeviceArray]:
 
 
 def _where(i: int | tuple) -> str:
-    """i: an argument's position, or the source ("global" / "closure", name) of an array
-    a captured function reads from outside its arguments (cuda_run.py)."""
-    if isinstance(i, tuple):
-        what = "global" if i[0] == "global" else "closure variable"
-        return f"dynexpr: capture(backend='cuda'): {what} {i[1]!r}"
-    return f"dynexpr: capture(backend='cuda'): argument {i}"
+    """i: an argument's position, or the source of an array found elsewhere (cuda_run.py:
+    a global, a closure cell, an item of a list or tuple argument)."""
+    return f"dynexpr: capture(backend='cuda'): {source_text(i)}"
+
+
+def source_text(s: int | tuple) -> str:
+    """Where a CUDA array of a call was found, in words: "argument 0", "global 'W'",
+    "closure variable 'b'", "item 2 of argument 1"."""
+    if isinstance(s, int):
+        return f"argument {s}"
+    kind = s[0]
+    if kind == "arg":
+        return f"argument {s[1]}"
+    if kind == "global":
+        return f"global {s[1]!r}"
+    if kind == "closure":
+        return f"closure variable {s[1]!r}"
+    if kind == "item":
+        return f"item {s[2]!r} of {source_text(s[1])}"
+    return repr(s)
 
 
 def describe(x: Any, i: int = 0, device_of: Callable[[int], int] | None = None) -> DeviceArray | None:
