@@ -484,13 +484,7 @@ class _Unit:
         pad = ", ".join([f"t{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
         sep = ", " if call else ""
         self.direct_fns += fn + [
-            f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
-            f"static void {k}(void* ctx, dx::index_t b, dx::index_t e) {{",
-            f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
-            *unpack,
-            f"  {T}* __restrict__ out = a.out;",
-            f"  const hn::ScalableTag<{T}> d;",
-            "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
+            *_direct_head(k, T, fields, unpack, "b, e"),
             "  dx::index_t i = b;",
             f"  for (; i + N <= e; i += N) hn::StoreU({k}_at(d, {call}{sep}i), d, out + i);",
             "  if (i < e) {  // the last partial vector, padded with a real element",
@@ -519,13 +513,7 @@ class _Unit:
         call = ", ".join([f"l{n} + o" for n in range(len(leaves))] + rest)
         pad = ", ".join([f"t{n}" for n in range(len(leaves))] + rest)
         self.direct_fns += fn + [
-            f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
-            f"static void {k}(void* ctx, dx::index_t r0, dx::index_t r1) {{",
-            f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
-            *unpack,
-            f"  {T}* __restrict__ out = a.out;",
-            f"  const hn::ScalableTag<{T}> d;",
-            "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
+            *_direct_head(k, T, fields, unpack, "r0, r1"),
             "  for (dx::index_t r = r0; r < r1; ++r) {",
             f"    const dx::index_t o = r * {L};",
             *[f"    const auto W{n} = hn::Set(d, w{n}[r]);" for n in range(len(rowvals))],
@@ -628,13 +616,7 @@ class _Unit:
 
         total = ["      total += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, s)));"]
         lines = [
-            f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
-            f"static void {k}(void* ctx, dx::index_t r0, dx::index_t r1) {{",
-            f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
-            *unpack,
-            f"  {T}* __restrict__ out = a.out;",
-            f"  const hn::ScalableTag<{T}> d;",
-            "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
+            *_direct_head(k, T, fields, unpack, "r0, r1"),
             f"  const auto id = hn::Set(d, {ident});",
             "  for (dx::index_t r = r0; r < r1; ++r) {",
         ]
@@ -895,6 +877,23 @@ _DIRECT_RULES = ("float_unary_rule", "float_binary_rule", "arith_rule", "same_ru
 _DIRECT_REDUCE = ("sum", "mean", "max", "min", "var", "std")
 _DIRECT_ROW_MAX = 16384  # elements: longer rows need several threads per row
 _ROW_STEP_BYTES = 16384  # Note [rows of direct loops]: the rows each loop takes in turn
+
+
+def _direct_head(k: str, T: str, fields: list, unpack: list, params: str) -> list[str]:
+    """A direct loop's argument struct and the head of its function, up to the loop:
+    `static void k(void* ctx, dx::index_t P0, dx::index_t P1)` with `params` "P0, P1"
+    (elements b, e of a flat loop; rows r0, r1 of a row loop), its arguments unpacked,
+    `out`, the tag `d` and its lane count `N`."""
+    p0, p1 = params.split(", ")
+    return [
+        f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
+        f"static void {k}(void* ctx, dx::index_t {p0}, dx::index_t {p1}) {{",
+        f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
+        *unpack,
+        f"  {T}* __restrict__ out = a.out;",
+        f"  const hn::ScalableTag<{T}> d;",
+        "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
+    ]
 
 
 def _padded(T: str, n_leaves: int, at: str, indent: str) -> list[str]:
