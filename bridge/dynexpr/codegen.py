@@ -772,10 +772,8 @@ class _Unit:
             self.emit(init)
             self.pending.append((k, units, row_len, cost))
             return
-        runner = (f"run_blocks({units}, {cost}" if row_len is None
-                  else f"run_rows({units}, {row_len}, {cost}")
         self.emit(f"  {init}")
-        self.emit(f"  dxk::{runner}, {k}, &args);")
+        self.emit(f"  dxk::{_runner(units, row_len, cost)}, {k}, &args);")
         self.emit("}")
 
     def flush_direct(self) -> None:
@@ -804,9 +802,7 @@ class _Unit:
             return
         if len(waiting) == 1:
             k, units, row_len, cost = waiting[0]
-            runner = (f"run_blocks({units}, {cost}" if row_len is None
-                      else f"run_rows({units}, {row_len}, {cost}")
-            self.emit(f"dxk::{runner}, {k}, &{k}_a);")
+            self.emit(f"dxk::{_runner(units, row_len, cost)}, {k}, &{k}_a);")
             return
         g = f"g{sum(1 for line in self.direct_fns if line.startswith('struct g'))}"
         n = len(waiting)
@@ -877,6 +873,13 @@ _DIRECT_RULES = ("float_unary_rule", "float_binary_rule", "arith_rule", "same_ru
 _DIRECT_REDUCE = ("sum", "mean", "max", "min", "var", "std")
 _DIRECT_ROW_MAX = 16384  # elements: longer rows need several threads per row
 _ROW_STEP_BYTES = 16384  # Note [rows of direct loops]: the rows each loop takes in turn
+
+
+def _runner(units: str, row_len: int | None, cost: int) -> str:
+    """The runtime entry running a direct loop over `units` (elements of a flat loop,
+    row_len None; rows of a row loop), up to its last two arguments (function, context)."""
+    return (f"run_blocks({units}, {cost}" if row_len is None
+            else f"run_rows({units}, {row_len}, {cost}")
 
 
 def _direct_head(k: str, T: str, fields: list, unpack: list, params: str) -> list[str]:

@@ -72,7 +72,7 @@ def has_device_arrays(bound) -> bool:
     and tuples (cheap for NumPy arrays and numbers, which library_of answers at once)."""
     for a in bound:
         if type(a) in (list, tuple):
-            if any(True for _ in _items(a, ("arg", 0))):
+            if next(_items(a, ("arg", 0)), None) is not None:
                 return True
         elif cuda_arrays.library_of(a) is not None:
             return True
@@ -310,7 +310,7 @@ def _describe(bound: list, outside: list) -> _Call:
                 break
             elo, ehi = e.span()
             if lo < ehi and elo < hi:
-                raise _Plain(f"{_name(j)} and {_name(i)} overlap in device memory without "
+                raise _Plain(f"{cuda_arrays.source_text(j)} and {cuda_arrays.source_text(i)} overlap in device memory without "
                              "being the same view; dynexpr does not model partial overlap")
     look = tuple((i, type(objects[i]), d.layout, d.readonly, d.device, same.get(i))
                  for i, d in items)
@@ -332,9 +332,6 @@ def _describe(bound: list, outside: list) -> _Call:
                 meta[i] = _replaced(a, ("arg", i), in_items)
     return _Call(shape.key, meta, shape.ids, lib, device, arrays, outside_stand_ins)
 
-
-def _name(key) -> str:
-    return cuda_arrays.source_text(key)
 
 
 def _shape(look: tuple, arrays: dict, lib, device: int) -> _Shape:
