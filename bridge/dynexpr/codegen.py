@@ -66,6 +66,11 @@ class _Unit:
         self.direct_fns: list[str] = [] if direct_fns is None else direct_fns
         # Inside a run of row blocks: the direct loops not run yet (flush_direct)
         self.pending: list | None = None
+        # Note [mean and var together]: value id -> (dx:: function, ddof, the pair's ids),
+        # and the C++ names each pair's results wait in until their value takes them
+        self.pairs: dict[int, tuple] = {}
+        self.paired: dict[int, str] = {}
+        self.n_pairs = 0
 
     def literal(self, value, dtype: str) -> str:
         """A C++ literal of `value` as `dtype` (for codegen_loop, which codegen imports)."""
@@ -118,6 +123,9 @@ class _Unit:
             self.emit(f"const auto o{b.index} = f.output<{CTYPE[b.dtype]}>"
                       f"({b.index}, {self.extents(b.shape)});")
         runs = {r.first: r for r in row_blocks.runs(s)} if s.fuse else {}
+        in_runs = {n for r in runs.values() for n in range(r.first, r.last + 1)}
+        self.pairs = _moment_pairs(s, in_runs) if s.fuse else {}
+        self.paired = {}
         run = None
         for n, k in enumerate(s.kernels):
             if n in runs:
@@ -862,10 +870,62 @@ class _Unit:
             spec = "dx::all_axes"
         else:
             spec = "dx::Shape{" + ", ".join(str(a % nd) for a in sorted(_tuple(axes))) + "}"
+        pair = self.pairs.get(v.id)
+        if pair is not None:  # Note [mean and var together]
+            fn, ddof, mean_id, spread_id = pair
+            if mean_id not in self.paired and spread_id not in self.paired and v.id not in self.paired:
+                n = self.n_pairs
+                self.n_pairs += 1
+                self.emit(f"auto [pm{n}, ps{n}] = dx::{fn}({x}, {spec}, {keep}, {ddof});")
+                self.paired[mean_id], self.paired[spread_id] = f"pm{n}", f"ps{n}"
+            name = self.paired.pop(v.id, None)
+            if name is not None:
+                return f"std::move({name})"
         extra = ""
         if v.op in ("var", "std"):
             extra = f", {int(v.attr('ddof', 0))}"
         return f"dx::{REDUCE_FN[v.op]}({x}, {spec}, {keep}{extra})"
+
+
+def _moment_pairs(s: Schedule, skip: set[int]) -> dict[int, tuple]:
+    """Note [mean and var together]
+    x.mean(axis) and x.var(axis) (or x.std(axis)) of the same value over the same axes
+    come from one dx::mean_var (dx::mean_std) call: one read of x instead of two (the
+    variance itself reads x once: Note [one-pass moments] in eval/moments.hpp). The first
+    of the two to be computed makes the call; each takes its result from it once. Not
+    for reductions the direct row loops may take (the innermost axis alone, rows of a
+    fixed length: they read rows in cache already), nor inside a run of row blocks,
+    whose scope the second value might be outside of.
+
+    Returns value id -> (function, ddof, mean's id, var's or std's id) for both."""
+    groups: dict[tuple, list] = {}
+    for n, k in enumerate(s.kernels):
+        if k.kind != "reduction" or n in skip:
+            continue
+        for st in k.stores:
+            v = st.value
+            if v.op not in ("mean", "var", "std"):
+                continue
+            e = v.args[0]
+            nd = e.ndim
+            axes = v.attr("axes")
+            red = tuple(range(nd)) if axes is None else tuple(sorted({a % nd for a in _tuple(axes)}))
+            want = e.dtype if e.dtype in ("float32", "float64") else "float64"
+            if v.dtype != want or nd == 0:
+                continue
+            if red == (nd - 1,) and isinstance(e.shape[-1], int) and e.shape[-1] <= _DIRECT_ROW_MAX:
+                continue  # the direct row loops may take it
+            groups.setdefault((e.id, red, bool(v.attr("keepdims"))), []).append(v)
+    pairs: dict[int, tuple] = {}
+    for vs in groups.values():
+        mean = next((v for v in vs if v.op == "mean"), None)
+        spread = next((v for v in vs if v.op in ("var", "std")), None)
+        if mean is None or spread is None:
+            continue
+        fn = "mean_std" if spread.op == "std" else "mean_var"
+        entry = (fn, int(spread.attr("ddof", 0) or 0), mean.id, spread.id)
+        pairs[mean.id] = pairs[spread.id] = entry
+    return pairs
 
 
 # Op rules whose simd bodies take and give the one float dtype (Note [direct pointwise loops])

@@ -624,6 +624,91 @@ TEST_CASE("reductions: float32 sums of 1e7 elements are accurate to 1e-6") {
   CHECK(std::fabs(dx::sum(t, dx::all_axes).at() - exact) / exact < 1e-6L);
 }
 
+// Note [one-pass moments] (eval/moments.hpp): var and std read the input once, in blocks
+// reduced twice in cache and merged by Chan's formula. Data whose mean is 10^4 (float32;
+// 10^8 for float64) times its spread: the textbook one-pass formula S(x²)/n - mean² loses every digit there (checked
+// below, so the data really is hard), the blocked form keeps NumPy's two-pass accuracy.
+template <class T>
+void check_moments(const Shape& s, int axis, double bound) {
+  CAPTURE(s);
+  CAPTURE(axis);
+  auto x = uniform_tensor<T>(s, 61, -1, 1);
+  const double offset = std::is_same_v<T, float> ? 1e4 : 1e8;
+  for (index_t k = 0; k < x.size(); ++k) x.data()[k] = static_cast<T>(x.data()[k] + offset);
+  const index_t rows = s[0], cols = s[1];
+  const index_t outs = axis == 0 ? cols : rows, n = axis == 0 ? rows : cols;
+  auto at = [&](index_t o, index_t j) { return axis == 0 ? x.at(j, o) : x.at(o, j); };
+  const auto [mean, var] = dx::mean_var(x, axis, false, 1);
+  const auto sd = dx::std(x, axis);
+  REQUIRE(mean.shape() == Shape{outs});
+  REQUIRE(var.shape() == Shape{outs});
+  double worst = 0, worst_naive = 0;
+  for (index_t o = 0; o < outs; ++o) {
+    ld m = 0;
+    for (index_t j = 0; j < n; ++j) m += at(o, j);
+    m /= n;
+    ld ss = 0;
+    for (index_t j = 0; j < n; ++j) ss += (at(o, j) - m) * (at(o, j) - m);
+    const ld v1 = ss / (n - 1), v0 = ss / n;
+    CHECK(std::fabs(mean.at(o) - m) <= bound * std::fabs(m));
+    worst = std::max(worst, static_cast<double>(std::fabs(var.at(o) - v1) / v1));
+    worst = std::max(worst, static_cast<double>(std::fabs(sd.at(o) - std::sqrt(v0)) / std::sqrt(v0)));
+    T sx = 0, sxx = 0;  // the one-pass textbook formula, in T
+    for (index_t j = 0; j < n; ++j) sx += at(o, j), sxx += at(o, j) * at(o, j);
+    const T naive = (sxx - sx * sx / static_cast<T>(n)) / static_cast<T>(n - 1);
+    worst_naive = std::max(worst_naive, static_cast<double>(std::fabs(naive - v1) / v1));
+  }
+  CAPTURE(worst);
+  CAPTURE(worst_naive);
+  CHECK(worst <= bound);
+  CHECK(worst_naive > 1e-2);
+}
+
+TEST_CASE_TEMPLATE("reductions: var/std read once keep two-pass accuracy (Note [one-pass moments])", T,
+                   float, double) {
+  const double bound = std::is_same_v<T, float> ? 3e-5 : 1e-12;
+  check_moments<T>(Shape{4096, 300}, 0, bound);   // column tiles, a ragged last vector
+  check_moments<T>(Shape{300, 4096}, 1, bound);   // rows of several blocks
+  check_moments<T>(Shape{70000, 3}, 0, bound);    // long columns: chunks merged
+  check_moments<T>(Shape{3, 70000}, 1, bound);    // long rows: chunks merged
+  check_moments<T>(Shape{1000, 1100}, 0, bound);  // two column tiles
+}
+
+TEST_CASE("reductions: mean_var gives mean and var as separate calls, on any thread count") {
+  thread_count_guard guard;
+  const auto x = uniform_tensor<double>(Shape{3000, 700}, 62, -3, 5);
+  for (int t : {1, 2, 3}) {
+    CAPTURE(t);
+    dx::parallel::set_num_threads(t);
+    for (int axis : {0, 1}) {
+      const auto [m, v] = dx::mean_var(x * 2.0 + 1.0, axis, true, 0);
+      const auto [m2, s] = dx::mean_std(x * 2.0 + 1.0, axis, true, 0);
+      const auto ref_m = dx::mean(x * 2.0 + 1.0, axis, true);
+      const auto ref_v = dx::var(x * 2.0 + 1.0, axis, true);
+      REQUIRE(m.shape() == ref_m.shape());
+      CHECK(bitwise_equal(v, ref_v));
+      CHECK(bitwise_equal(m, m2));
+      for (index_t k = 0; k < m.size(); ++k) {
+        CHECK(std::fabs(m.data()[k] - ref_m.data()[k]) <= 1e-13 * std::fabs(ref_m.data()[k]));
+        CHECK(s.data()[k] == std::sqrt(v.data()[k]));
+      }
+      static thread_local dx::Tensor<double> first_v[2];
+      if (t == 1) first_v[axis] = v;
+      else CHECK(bitwise_equal(first_v[axis], v));
+    }
+  }
+  // inf and NaN as NumPy: the mean is inf, the variance NaN (inf - inf)
+  auto y = uniform_tensor<double>(Shape{500, 4}, 63, -1, 1);
+  y.at(7, 1) = std::numeric_limits<double>::infinity();
+  y.at(400, 2) = std::numeric_limits<double>::quiet_NaN();
+  const auto [ym, yv] = dx::mean_var(y, 0);
+  CHECK(std::isinf(ym.at(1)));
+  CHECK(std::isnan(yv.at(1)));
+  CHECK(std::isnan(ym.at(2)));
+  CHECK(std::isnan(yv.at(2)));
+  CHECK(std::isfinite(yv.at(0)));
+}
+
 // ---------------------------------------------------------------------------------------
 // NaN, inf, ties
 // ---------------------------------------------------------------------------------------

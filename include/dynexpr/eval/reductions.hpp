@@ -7,8 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <utility>
+#include <vector>
 
+#include "dynexpr/eval/moments.hpp"
 #include "dynexpr/eval/reduce.hpp"
 
 namespace dynexpr {
@@ -74,18 +78,28 @@ auto mean_impl(const X& x, const evaluation::axis_set& axes, bool keepdims) {
   return t;
 }
 
+/// Mean and variance of x over `axes` in one read of x (Note [one-pass moments] in
+/// eval/moments.hpp); the variance divided by max(n - ddof, 0) as NumPy (no error: 0/0 is
+/// NaN and x/0 is inf), its square root when `root`.
 template <class X>
-auto var_impl(const X& x, const evaluation::axis_set& axes, bool keepdims, int ddof) {
+auto moments_impl(const X& x, const evaluation::axis_set& axes, bool keepdims, int ddof, bool root) {
   using F = float_result_t<typename X::value_type>;
-  // Two passes, as NumPy: the mean, then the mean squared deviation from it. The
-  // pointwise input is evaluated in each pass rather than stored.
-  auto m = mean_impl(x, axes, true);
-  auto dev = square(cast<F>(x) - std::move(m));
-  auto t = evaluation::reduce_to_tensor<evaluation::reduce_kind::sum>(dev, axes, keepdims);
-  // NumPy divides by max(n - ddof, 0), with no error: 0/0 is NaN and x/0 is inf.
-  const F n = static_cast<F>(std::max<index_t>(reduced_count(x, axes) - ddof, 0));
-  for (index_t i = 0; i < t.size(); ++i) t.data()[i] = t.data()[i] / n;
-  return t;
+  using namespace evaluation;
+  const auto low = lower(cast<F>(x));
+  const reduce_plan p = plan_for(low, axes, keepdims);
+  auto mean = Tensor<F>::empty(p.out_shape);
+  auto var = Tensor<F>::empty(p.out_shape);
+  std::vector<moment_sums> sums(static_cast<std::size_t>(mean.size()));
+  run_moments(low, p, sums.data());
+  const double dof = static_cast<double>(std::max<index_t>(p.reduced - ddof, 0));
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    const moment_sums& s = sums[i];
+    // n = 0: NumPy's NaN mean and variance (0/0)
+    mean.data()[i] = s.n == 0 ? std::numeric_limits<F>::quiet_NaN() : static_cast<F>(s.mean());
+    const F v = static_cast<F>(s.m2 / dof);
+    var.data()[i] = root ? std::sqrt(v) : v;
+  }
+  return std::pair<Tensor<F>, Tensor<F>>(std::move(mean), std::move(var));
 }
 }  // namespace detail
 
@@ -101,23 +115,34 @@ auto mean(E&& e, const A& axes, bool keepdims = false) {
 }
 template <Operand E>
 auto var(E&& e) {
-  return detail::var_impl(as_expr(std::forward<E>(e)), {}, false, 0).data()[0];
+  return detail::moments_impl(as_expr(std::forward<E>(e)), {}, false, 0, false).second.data()[0];
 }
 template <Operand E, class A>
   requires detail::AxisSpec<std::remove_cvref_t<A>>
 auto var(E&& e, const A& axes, bool keepdims = false, int ddof = 0) {
-  return detail::var_impl(as_expr(std::forward<E>(e)), detail::axes_of(axes), keepdims, ddof);
+  return detail::moments_impl(as_expr(std::forward<E>(e)), detail::axes_of(axes), keepdims, ddof, false).second;
 }
 template <Operand E>
 auto std(E&& e) {
-  return std::sqrt(var(std::forward<E>(e)));
+  return detail::moments_impl(as_expr(std::forward<E>(e)), {}, false, 0, true).second.data()[0];
 }
 template <Operand E, class A>
   requires detail::AxisSpec<std::remove_cvref_t<A>>
 auto std(E&& e, const A& axes, bool keepdims = false, int ddof = 0) {
-  auto t = var(std::forward<E>(e), axes, keepdims, ddof);
-  for (index_t i = 0; i < t.size(); ++i) t.data()[i] = std::sqrt(t.data()[i]);
-  return t;
+  return detail::moments_impl(as_expr(std::forward<E>(e)), detail::axes_of(axes), keepdims, ddof, true).second;
+}
+/// The mean and the variance over the same axes, from one read of the input (Note
+/// [one-pass moments]): `auto [m, v] = dx::mean_var(x, 0);` is x.mean(0), x.var(0).
+template <Operand E, class A>
+  requires detail::AxisSpec<std::remove_cvref_t<A>>
+auto mean_var(E&& e, const A& axes, bool keepdims = false, int ddof = 0) {
+  return detail::moments_impl(as_expr(std::forward<E>(e)), detail::axes_of(axes), keepdims, ddof, false);
+}
+/// The mean and the standard deviation over the same axes, from one read of the input.
+template <Operand E, class A>
+  requires detail::AxisSpec<std::remove_cvref_t<A>>
+auto mean_std(E&& e, const A& axes, bool keepdims = false, int ddof = 0) {
+  return detail::moments_impl(as_expr(std::forward<E>(e)), detail::axes_of(axes), keepdims, ddof, true);
 }
 
 // ------------------------------------------------------------------ argmin / argmax
