@@ -135,7 +135,9 @@ DYNEXPR_INLINE void row_moments(DL dl, DF df, const Ev& ev, index_t jb, index_t 
       a1 = hn::Add(a1, hn::IfThenElseZero(hn::FirstN(df, static_cast<std::size_t>(tail)), x));
     }
     const double nb = static_cast<double>(be - b);
-    const double sumb = R::reduce_lanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)));
+    // Lanes added in F: the block's mean is only the shift of pass 2, and its plain sum
+    // only the inf/NaN answer (Note [one-pass moments]).
+    const double sumb = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
     // Pass 2, over the block in cache: deviations from the block's own mean.
     const auto mb = hn::Set(df, static_cast<F>(sumb / nb));
     auto q0 = zero, q1 = zero, q2 = zero, q3 = zero, d0 = zero, d1 = zero, d2 = zero, d3 = zero;
@@ -159,8 +161,8 @@ DYNEXPR_INLINE void row_moments(DL dl, DF df, const Ev& ev, index_t jb, index_t 
                                         hn::Sub(R::template read<mode::tail>(ev, dl, df, j), mb));
       q1 = hn::MulAdd(x, x, q1), d1 = hn::Add(d1, x);
     }
-    const double sq = R::reduce_lanes(df, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)));
-    const double dev = R::reduce_lanes(df, hn::Add(hn::Add(d0, d1), hn::Add(d2, d3)));
+    const double sq = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3))));
+    const double dev = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(d0, d1), hn::Add(d2, d3))));
     s.merge(nb, static_cast<double>(hn::GetLane(mb)), dev, sq - dev * dev / nb, sumb);
   }
 }
@@ -225,8 +227,7 @@ void run_moments(const E& e, const reduce_plan& p, moment_sums* out) {
   const double work = static_cast<double>(outputs) * static_cast<double>(p.reduced) *
                       (2 * cost_per_element_v<E> + 3);
   if (!p.outer) {
-    // Inner loop: each output's reduced elements are rows of length `row`.
-    const index_t row = L.extent[L.nd - 1];
+    // Inner loop: each output's reduced elements are rows of the last dim.
     const index_t chunks = (p.reduced + reduce_chunk - 1) / reduce_chunk;
     const index_t items = p.kept * chunks;
     std::vector<moment_sums> partial(chunks > 1 ? items : 0);
@@ -238,19 +239,11 @@ void run_moments(const E& e, const reduce_plan& p, moment_sums* out) {
       index_t idx[max_rank] = {};
       for (index_t it = ib; it < ie; ++it) {
         const index_t k = it / chunks, c = it % chunks;
-        index_t pos = c * reduce_chunk;
-        const index_t end = std::min(pos + reduce_chunk, p.reduced);
-        decode(L, 0, p.nk, k, idx);
         moment_sums s;
-        while (pos < end) {
-          const index_t r = pos / row, jb = pos % row;
-          const index_t je = std::min(row, jb + (end - pos));
-          decode(L, p.nk, p.nr - 1, r, idx);
-          ev.seek(idx);
+        for_each_segment(p, ev, idx, k, c, [&](index_t jb, index_t je) {
           if (unit) detail_moments::row_moments<mode::unit>(dl, df, ev, jb, je, s);
           else detail_moments::row_moments<mode::general>(dl, df, ev, jb, je, s);
-          pos += je - jb;
-        }
+        });
         if (chunks > 1) partial[it] = s;
         else out[k] = s;
       }

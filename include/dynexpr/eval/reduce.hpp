@@ -163,6 +163,28 @@ inline void decode(const layout& L, int first, int count, index_t lin, index_t* 
   }
 }
 
+/// The inner loop's work item (output k, chunk c of its reduced space): calls
+/// segment(jb, je) for each piece of a row in it, with ev seeked to that row. For
+/// run_moments; run_reduce keeps the same loop written out, because through this
+/// lambda its sums of short rows took 10% longer (100000 rows of 16: 1.02 -> 1.15 ms).
+template <class Ev, class F>
+DYNEXPR_INLINE void for_each_segment(const reduce_plan& p, Ev& ev, index_t* idx, index_t k, index_t c,
+                                     F&& segment) {
+  const layout& L = p.L;
+  const index_t row = L.extent[L.nd - 1];
+  index_t pos = c * reduce_chunk;
+  const index_t end = std::min(pos + reduce_chunk, p.reduced);
+  decode(L, 0, p.nk, k, idx);
+  while (pos < end) {
+    const index_t r = pos / row, jb = pos % row;
+    const index_t je = std::min(row, jb + (end - pos));
+    decode(L, p.nk, p.nr - 1, r, idx);
+    ev.seek(idx);
+    segment(jb, je);
+    pos += je - jb;
+  }
+}
+
 /// Reduces the lanes [jb, je) of the current row into a total.
 template <class R, mode M, class DL, class DA, class Ev>
 DYNEXPR_INLINE typename R::total_t reduce_segment(DL dl, DA da, const Ev& ev, index_t jb,
