@@ -27,7 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import blas_fold, ir
+import numpy as np
+
+from . import blas_fold, ir, manifest
 
 POINTWISE_STRUCTURAL = ("where", "astype")
 
@@ -241,14 +243,73 @@ def schedule(graph: ir.Graph, fuse: bool = True) -> Schedule:
                     [tuple(x) for x in inputs], outputs_buf, results, symbols)
 
 
+
+# Note [recomputed instead of stored]
+# A pointwise value used twice is stored once and read twice (Note [fusion boundaries]).
+# Where one of its users is a reduction along an outer axis (or all axes), directly or
+# through a short single-use pointwise chain ((d * d).mean(0)), and the value is cheap to
+# compute, that costs more than it saves: column softmax's e = exp(x - max(x, 0)), read
+# by e.sum(0) and by e / s, was written to a temporary and read back, two passes over
+# memory for the 12 cost units of one exp. So such a value stays lazy and each user
+# computes it again: RECOMPUTE_COST bounds the cost of its fused expression (manifest
+# costs: exp 12, a subtraction 1), RECOMPUTE_USERS the number of users. Reductions along
+# the innermost axis alone are left to the row blocks (Note [row blocks]), which keep the
+# stored value in cache, and so are values smaller than RECOMPUTE_BYTES (known sizes):
+# in cache, the store and the read cost less than the exp.
+RECOMPUTE_COST = 16
+RECOMPUTE_USERS = 3
+RECOMPUTE_BYTES = 1 << 18
+
+
+def _recomputed(v: ir.Value, all_users: dict, cost: int) -> bool:
+    users = all_users[v.id]
+    if (v.ndim == 0 or cost > RECOMPUTE_COST or len(users) > RECOMPUTE_USERS
+            or not all(is_pointwise(u) or u.op in ir.REDUCTIONS for u in users)):
+        return False
+    if all(isinstance(d, int) for d in v.shape):
+        size = 1
+        for d in v.shape:
+            size *= d
+        if size * np.dtype(v.dtype).itemsize < RECOMPUTE_BYTES:
+            return False
+    return any(_feeds_outer_reduction(v, u, all_users) for u in users)
+
+
+def _feeds_outer_reduction(v: ir.Value, u: ir.Value, all_users, hops: int = 4) -> bool:
+    """Whether u reduces v (or a single-use pointwise chain of it: (d * d).mean(0)) over
+    the whole array or over axes without the innermost one."""
+    while hops > 0:
+        if u.op in ir.REDUCTIONS:
+            if u.op in ("argmin", "argmax") or tuple(u.args[0].shape) != tuple(v.shape):
+                return False
+            axes = u.attr("axes")
+            red = set(range(v.ndim)) if axes is None else {a % v.ndim for a in _tuple(axes)}
+            return v.ndim - 1 not in red or len(red) == v.ndim
+        if not is_pointwise(u) or len(all_users[u.id]) != 1 or tuple(u.shape) != tuple(v.shape):
+            return False
+        u = all_users[u.id][0]
+        hops -= 1
+    return False
+
+
+def _tuple(x) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
 def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
     mat: set[int] = set()
     depth: dict[int, int] = {}  # a lazy value's depth in its fused expression
+    cost: dict[int, int] = {}  # ... and the cost of that expression (manifest units)
     for v in values:
         if v.op in LEAF_OPS or v.op in ir.VIEWS:
             if v.id in roots and v.op != "input":
                 mat.add(v.id)  # an output that is a constant or a view: copied
-        elif not is_pointwise(v) or v.id in roots or not fuse or len(users[v.id]) > 1 or any(u.op in ir.VIEWS for u in users[v.id]):
+            continue
+        if is_pointwise(v):
+            cost[v.id] = _op_cost(v) + sum(cost.get(a.id, 0) for a in dict.fromkeys(v.args) if a.id in depth)
+        shared = len(users[v.id]) > 1 and not (
+            fuse and is_pointwise(v) and _recomputed(v, users, cost[v.id]))  # Note [recomputed instead of stored]
+        if not is_pointwise(v) or v.id in roots or not fuse or shared or any(u.op in ir.VIEWS for u in users[v.id]):
             mat.add(v.id)
         elif v.ndim == 0 and v.op != "astype" and any(u.ndim > 0 for u in users[v.id]):
             # Note [0-d values are computed once]: fused into an array expression, a 0-d
@@ -263,6 +324,11 @@ def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
             else:
                 depth[v.id] = d
     return mat
+
+
+def _op_cost(v: ir.Value) -> int:
+    op = manifest.OPS.get(v.op)
+    return int(op["cost"]) if op else 1
 
 
 def _broadcast_into(v: ir.Value, u: ir.Value) -> bool:

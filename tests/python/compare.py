@@ -1,6 +1,8 @@
-"""Comparing a captured result with plain NumPy's: types, dtypes, shapes, values."""
+"""Comparing a captured result with plain NumPy's: types, dtypes, shapes, values; and
+reading the generated unit a captured function last compiled."""
 
 import copy
+import os
 
 import numpy as np
 
@@ -53,3 +55,10 @@ def assert_matches_plain(fn, args, captured):
         if isinstance(e, np.ndarray):
             assert_same(e, g, "argument after the call")
     return got, got_args
+
+
+def unit_source(captured) -> str:
+    """The C++ text of the unit `captured` compiled for its last entry."""
+    path = captured.entries[-1].compiled.path
+    with open(os.path.join(os.path.dirname(path), "unit.cpp")) as fh:
+        return fh.read()

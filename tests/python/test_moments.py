@@ -7,8 +7,6 @@ whether the unit pairs the two reductions into one dx::mean_var / dx::mean_std c
 the paired path cannot silently pass through the separate one (or the other way round).
 """
 
-import os
-
 import numpy as np
 import pytest
 
@@ -16,29 +14,16 @@ pytest.importorskip("dynexpr._native", reason="the native extension is not built
 
 import dynexpr
 
-from compare import assert_matches_plain, assert_same
+from compare import assert_matches_plain, assert_same, unit_source
 
 RNG = np.random.default_rng(11)
 
-
-@pytest.fixture(autouse=True)
-def _compile_in_the_call():
-    saved = dynexpr.config.background_compile
-    dynexpr.config.background_compile = False
-    yield
-    dynexpr.config.background_compile = saved
-
-
-def _unit_source(f) -> str:
-    path = f.entries[-1].compiled.path
-    with open(os.path.join(os.path.dirname(path), "unit.cpp")) as fh:
-        return fh.read()
 
 
 def _check(fn, *args, paired: str | None):
     f = dynexpr.capture(fn)
     assert_matches_plain(fn, args, f)
-    source = _unit_source(f)
+    source = unit_source(f)
     for name in ("mean_var", "mean_std"):
         assert source.count(f"dx::{name}(") == (name == paired), (name, source)
     assert_matches_plain(fn, args, f)  # the compiled path again (cache hit)

@@ -7,7 +7,6 @@ test also says whether the unit's source uses row blocks, so a test of the block
 cannot silently pass through the kernel-by-kernel one (or the other way round).
 """
 
-import os
 import pathlib
 
 import numpy as np
@@ -17,22 +16,16 @@ pytest.importorskip("dynexpr._native", reason="the native extension is not built
 
 import dynexpr
 
-from compare import assert_matches_plain
+from compare import assert_matches_plain, unit_source
 
 RNG = np.random.default_rng(7)
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _unit_source(f) -> str:
-    path = f.entries[-1].compiled.path
-    with open(os.path.join(os.path.dirname(path), "unit.cpp")) as fh:
-        return fh.read()
-
-
 def _check(fn, *args, blocked: bool) -> str:
     f = dynexpr.capture(fn)
     assert_matches_plain(fn, args, f)
-    source = _unit_source(f)
+    source = unit_source(f)
     assert ("dxk::row_blocks(" in source) == blocked
     assert_matches_plain(fn, args, f)  # the compiled path again (cache hit)
     return source
@@ -168,7 +161,7 @@ def test_dynamic_rows():
     for n in (2000, 3001, 7):
         x = RNG.standard_normal((n, 256)).astype(np.float32)
         assert_matches_plain(softmax_rows, (x,), f)
-    assert "dxk::row_blocks(" in _unit_source(f)
+    assert "dxk::row_blocks(" in unit_source(f)
 
 
 def test_errors_in_a_block_reach_python_as_numpy_warnings_or_values():
