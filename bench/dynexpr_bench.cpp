@@ -256,7 +256,7 @@ instance make_affine(const inputs& in, index_t n) {
 struct softmax_state {
   index_t rows, len;
   dx::View<const float> x;
-  dx::Tensor<float> out_scalar, out_dx, out_hwy, out_eigen, res_alloc, res_unfused;
+  dx::Tensor<float> out_scalar, out_dx, out_hwy, out_eigen, res_alloc, res_unfused, res_softmax;
   softmax_state(const inputs& in, index_t rows_, index_t len_)
       : rows(rows_),
         len(len_),
@@ -328,6 +328,9 @@ instance make_softmax_rows(const inputs& in, index_t n) {
                        s->res_alloc = std::move(z);
                      },
                      [s] { return s->res_alloc.data(); }});
+  r.impls.push_back({"dx_softmax",  // the library's one-read softmax (Note [online softmax])
+                     [s] { s->res_softmax = dx::softmax(s->x); },
+                     [s] { return s->res_softmax.data(); }});
   r.impls.push_back({"unfused",
                      [s] {
                        dx::Tensor<float> m = dx::max(s->x, 1, true);
@@ -561,7 +564,7 @@ bool run_instance(const bench_case& c, const inputs& in, index_t n, const option
   for (std::size_t k = 0; k < m; ++k)
     if (ins.impls[k].name == "dynexpr") dx_seconds = median(times[k]);
   // Print in a fixed order (dynexpr first), whatever the construction order.
-  static const char* const order[] = {"dynexpr", "dynexpr_alloc", "unfused",
+  static const char* const order[] = {"dynexpr", "dynexpr_alloc", "dx_softmax", "unfused",
                                       "eigen",   "highway_ref",   "scalar"};
   for (const char* name : order)
     for (std::size_t k = 0; k < m; ++k) {

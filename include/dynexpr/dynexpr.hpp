@@ -10,6 +10,7 @@
 #include "dynexpr/core/tensor.hpp"
 #include "dynexpr/eval/assign.hpp"
 #include "dynexpr/eval/reductions.hpp"
+#include "dynexpr/eval/softmax.hpp"
 #include "dynexpr/expr/describe.hpp"
 #include "dynexpr/interop/eigen.hpp"
 #include "dynexpr/ops/operators.hpp"
