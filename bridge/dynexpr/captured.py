@@ -166,8 +166,8 @@ class CapturedFunction(_Dispatch):
             return fn(*args, **kwargs)
         if has_dask(bound):  # Dask arrays fail every entry's guards: only a miss sees them
             return dask_run.call(self, bound, args, kwargs)
-        if cuda_run.has_device_arrays(bound):  # so do CUDA arrays (Note [the device path])
-            return cuda_run.call(self, bound, args, kwargs)
+        if cuda_run.has_device_arrays(bound) or cuda_run.reads_device_arrays(fn):
+            return cuda_run.call(self, bound, args, kwargs)  # Note [the device path]
         if self._deep is not None and stack_depth() >= self._deep:
             self._misses += 1
             return fn(*args, **kwargs)  # Note [the translator's own stack]

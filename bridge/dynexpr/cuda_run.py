@@ -32,14 +32,16 @@ background (config.background_compile), its entry runs plain as well, and the fi
 that finds it ready switches. `explain` reports each entry's path and reason
 (cuda_run.describe).
 
-CUDA arrays inside list and tuple arguments (nested too, the first _ITEMS items of each)
-are inputs like the others: the translation and the guards read a copy of the container
-with their stand-ins (_replaced), the kernels the real arrays.
+CUDA arrays inside list, tuple and dict arguments (nested too, the first _ITEMS items of
+each: a model's parameter dict) are inputs like the others: the translation and the
+guards read a copy of the container with their stand-ins (_replaced), the kernels the
+real arrays.
 
-Not handled yet, so plain: results that are views of an argument, CUDA arrays in dicts,
-and resuming after a graph break (the whole call runs plain). A call whose only CUDA
-arrays are globals or closures takes the CPU path, where the CUDA array breaks the graph
-(plain Python, correct).
+A call whose only CUDA arrays are in globals or closure cells (weights made once, a call
+with Python numbers) takes this path too: a CPU miss asks (reads_device_arrays).
+
+Not handled yet, so plain: results that are views of an argument, and resuming after a
+graph break (the whole call runs plain).
 """
 
 from __future__ import annotations
@@ -68,10 +70,11 @@ class _Plain(Exception):
 
 
 def has_device_arrays(bound) -> bool:
-    """Whether a call's bound arguments hold a CUDA array, themselves or as items of lists
-    and tuples (cheap for NumPy arrays and numbers, which library_of answers at once)."""
+    """Whether a call's bound arguments hold a CUDA array, themselves or as items of lists,
+    tuples and dicts (cheap for NumPy arrays and numbers, which library_of answers at
+    once)."""
     for a in bound:
-        if type(a) in (list, tuple):
+        if type(a) in _CONTAINERS:
             if next(_items(a, ("arg", 0)), None) is not None:
                 return True
         elif cuda_arrays.library_of(a) is not None:
@@ -79,37 +82,46 @@ def has_device_arrays(bound) -> bool:
     return False
 
 
-_ITEMS = 256  # items of list and tuple arguments looked at for CUDA arrays, per argument
+_ITEMS = 256  # items of container arguments looked at for CUDA arrays, per argument
+_CONTAINERS = (list, tuple, dict)  # exactly these types: a subclass may index differently
+
+
+def _entries(container):
+    """(index or key, item) of a list, tuple or dict."""
+    return container.items() if type(container) is dict else enumerate(container)
 
 
 def _items(container, source: tuple):
-    """(source, CUDA array) for the items of a list or tuple (exactly those types, nested),
-    at most _ITEMS items looked at."""
+    """(source, CUDA array) for the items of a list, tuple or dict (nested), at most _ITEMS
+    items looked at. A dict item's source is ("item", its dict's source, key), as the
+    guards write p['w']."""
     stack, seen = [(container, source)], 0
     while stack:
         c, src = stack.pop()
-        for j, v in enumerate(c):
+        for j, v in _entries(c):
             seen += 1
             if seen > _ITEMS:
                 return
-            if type(v) in (list, tuple):
+            if type(v) in _CONTAINERS:
                 stack.append((v, ("item", src, j)))
             elif cuda_arrays.library_of(v) is not None:
                 yield ("item", src, j), v
 
 
 def _replaced(container, source: tuple, subs: dict):
-    """A copy of a list or tuple argument with the CUDA arrays at `subs`' sources replaced
-    by their stand-ins (what the translation and the guards read)."""
-    items = []
-    for j, v in enumerate(container):
+    """A copy of a container argument with the CUDA arrays at `subs`' sources replaced by
+    their stand-ins (what the translation and the guards read)."""
+    items = {}
+    for j, v in _entries(container):
         src = ("item", source, j)
         if src in subs:
             v = subs[src]
-        elif type(v) in (list, tuple):
+        elif type(v) in _CONTAINERS:
             v = _replaced(v, src, subs)
-        items.append(v)
-    return items if type(container) is list else tuple(items)
+        items[j] = v
+    if type(container) is dict:
+        return items
+    return list(items.values()) if type(container) is list else tuple(items.values())
 
 
 @dataclass
@@ -218,6 +230,32 @@ def call(cf, bound: list, args: tuple, kwargs: dict) -> Any:
     return _run(entry, bound, args, kwargs, fn)
 
 
+_NEVER_ARRAYS = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
+                 np.ufunc)
+
+
+def reads_device_arrays(fn) -> bool:
+    """Whether the globals and closure cells fn reads hold a CUDA array now: a call that
+    passes none itself runs on the device too. Asked on a CPU miss, not on hits; an
+    object that fails the question (a __getattr__ that raises) counts as no array."""
+    g = fn.__globals__
+    values = [g.get(name) for name in _global_names(fn.__code__)]
+    for cell in fn.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    for v in values:
+        if v is None or isinstance(v, _NEVER_ARRAYS):
+            continue
+        try:
+            if cuda_arrays.library_of(v) is not None:
+                return True
+        except Exception:  # noqa: BLE001, S112 -- any object may be a global
+            continue
+    return False
+
+
 def _state(cf) -> State:
     s = cf._device
     if s is None:
@@ -280,7 +318,7 @@ def _describe(bound: list, outside: list) -> _Call:
     objects: dict = {}
     found = [*enumerate(bound), *outside]
     for i, a in enumerate(bound):
-        if type(a) in (list, tuple):
+        if type(a) in _CONTAINERS:
             found += _items(a, ("arg", i))
     for key, a in found:
         lib = cuda_arrays.library_of(a)
@@ -328,7 +366,7 @@ def _describe(bound: list, outside: list) -> _Call:
             outside_stand_ins[i] = x
     if in_items:
         for i, a in enumerate(bound):
-            if type(a) in (list, tuple):
+            if type(a) in _CONTAINERS:
                 meta[i] = _replaced(a, ("arg", i), in_items)
     return _Call(shape.key, meta, shape.ids, lib, device, arrays, outside_stand_ins)
 

@@ -180,7 +180,7 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     if has_dask(bound):  # the chunk graph (dask_explain.py)
         from . import dask_explain
         return dask_explain.explain(target, bound, args, kwargs)
-    if cuda_run.has_device_arrays(bound):  # Note [the device path]
+    if cuda_run.has_device_arrays(bound) or cuda_run.reads_device_arrays(target):  # Note [the device path]
         graphs, breaks, guards, device = cuda_run.explain(fn, target, bound)
         return ExplainOutput(len(graphs), len(breaks), breaks, [g.ops() for g in graphs],
                              guards, graphs, names, history, device=device)

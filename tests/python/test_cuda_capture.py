@@ -262,6 +262,85 @@ def test_cuda_arrays_inside_list_and_tuple_arguments_are_inputs(lib):
     assert not cuda_run.has_device_arrays([[1.0, 2.0], (hs[0],)])
 
 
+def field_of_global(scale, shift=0.0):
+    return np.tanh(WEIGHT * scale) + shift
+
+
+def test_calls_whose_only_cuda_arrays_are_globals_run_on_the_device(lib):
+    # Weights made once as globals; the call passes Python numbers only.
+    global WEIGHT
+    wh = RNG.standard_normal((32, 8)).astype(np.float32)
+    f = dynexpr.capture(field_of_global, backend=EMU)
+    try:
+        WEIGHT = dev(wh)
+        same(f(0.5), np.tanh(wh * np.float32(0.5)))
+        same(f(0.5, 1.0), np.tanh(wh * np.float32(0.5)) + 1.0)
+        assert all(p.endswith("CUDA kernels") for p in paths(f))
+        assert cuda_run.reads_device_arrays(field_of_global)
+        text = str(dynexpr.explain(f, 0.5))
+        assert "CUDA" in text, text
+        WEIGHT = wh  # a NumPy global: the CPU path, compiled
+        np.testing.assert_allclose(f(0.5), np.tanh(wh * np.float32(0.5)), rtol=2e-6)
+        assert not cuda_run.reads_device_arrays(field_of_global)
+    finally:
+        WEIGHT = None
+    g = dynexpr.capture(make_affine(dev(wh), dev(wh)), backend=EMU)  # closure cells only
+    same(g(2.0), wh * 2.0 + wh)
+    assert paths(g)[0].endswith("CUDA kernels")
+
+
+class _Unaskable:
+    def __getattr__(self, name):
+        raise RuntimeError("no attributes here")
+
+
+UNASKABLE = _Unaskable()
+
+
+def reads_an_unaskable_global(x):
+    return x * 2.0 if UNASKABLE is not None else x
+
+
+def test_a_global_that_fails_the_question_is_no_array(lib):
+    assert not cuda_run.reads_device_arrays(reads_an_unaskable_global)
+    f = dynexpr.capture(reads_an_unaskable_global)
+    np.testing.assert_array_equal(f(np.ones(3)), np.full(3, 2.0))
+
+
+def layer(params, x):
+    h = np.tanh(x @ params["w1"] + params["b1"])
+    return h @ params["layers"][0]["w"] + params["layers"][0]["b"]
+
+
+def test_cuda_arrays_inside_dict_arguments_are_inputs(lib):
+    # A model's parameters as a dict of arrays (nested: a list of per-layer dicts).
+    ph = {"w1": RNG.standard_normal((20, 16)).astype(np.float32),
+          "b1": RNG.standard_normal(16).astype(np.float32),
+          "layers": [{"w": RNG.standard_normal((16, 4)).astype(np.float32),
+                      "b": RNG.standard_normal(4).astype(np.float32)}]}
+    xh = RNG.standard_normal((8, 20)).astype(np.float32)
+
+    def to_dev(p):
+        if type(p) is dict:
+            return {k: to_dev(v) for k, v in p.items()}
+        if type(p) is list:
+            return [to_dev(v) for v in p]
+        return dev(p)
+
+    f = dynexpr.capture(layer, backend=EMU)
+    same(f(to_dev(ph), dev(xh)), layer(ph, xh), rtol=2e-5)
+    same(f(to_dev(ph), dev(xh)), layer(ph, xh), rtol=2e-5)  # new arrays, the same entry
+    assert paths(f) == ["device entry 1 (fakecuda arrays, 2 calls): CUDA kernels"]
+    other = {**ph, "b1": ph["b1"].astype(np.float64)}  # another dtype: another entry
+    same(f(to_dev(other), dev(xh)), layer(other, xh), rtol=2e-5)
+    assert len(f._device.entries) == 2
+    assert all(p.endswith("CUDA kernels") for p in paths(f))
+    assert cuda_run.has_device_arrays([{"k": [1.0, dev(xh)]}])
+    assert not cuda_run.has_device_arrays([{"k": xh}])
+    source, _ = next(cuda_run._items({"a": {"b": dev(xh)}}, ("arg", 0)))
+    assert source == ("item", ("item", ("arg", 0), "a"), "b")
+
+
 def test_changing_extents_become_dynamic(lib):
     f = dynexpr.capture(softmax_np, backend=EMU)
     for rows in (3, 5, 9, 17):
