@@ -546,9 +546,8 @@ class _Unit:
         if (e.dtype != v.dtype or e.ndim == 0 or not isinstance(e.shape[-1], int)
                 or not 0 < e.shape[-1] <= _DIRECT_ROW_MAX):
             return False  # a long row (a whole 1-D array) is split over threads by dx::sum
-        axes = v.attr("axes")
         nd = e.ndim
-        if not (axes is None and nd == 1) and {a % nd for a in _tuple(axes or ())} != {nd - 1}:
+        if ir.reduced_axes(v) != (nd - 1,):
             return False
         shape = tuple(e.shape)
         rowshape = shape[:-1] + (1,)
@@ -908,8 +907,7 @@ def _moment_pairs(s: Schedule, skip: set[int]) -> dict[int, tuple]:
                 continue
             e = v.args[0]
             nd = e.ndim
-            axes = v.attr("axes")
-            red = tuple(range(nd)) if axes is None else tuple(sorted({a % nd for a in _tuple(axes)}))
+            red = ir.reduced_axes(v)
             want = e.dtype if e.dtype in ("float32", "float64") else "float64"
             if v.dtype != want or nd == 0:
                 continue

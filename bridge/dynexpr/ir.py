@@ -305,6 +305,16 @@ def affine_extent(mul: int, add: int, var: int = 0) -> str:
     return f"i*{mul}{add:+d}" if var == 0 else f"in{var}*{mul}{add:+d}"
 
 
+def reduced_axes(v: Value) -> tuple[int, ...]:
+    """The axes reduction v reduces, sorted and non-negative: every axis of its input for
+    axes=None (capture gives sorted non-negative axes; hand-built graphs may not)."""
+    nd = v.args[0].ndim
+    axes = v.attr("axes")
+    if axes is None:
+        return tuple(range(nd))
+    return tuple(sorted({a % nd for a in (axes if isinstance(axes, (tuple, list)) else (axes,))}))
+
+
 def parse_affine_extent(d: Any) -> tuple[int, int, int] | None:
     """(var, mul, add) of an affine_extent, or None for anything else."""
     if not isinstance(d, str):

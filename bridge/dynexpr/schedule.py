@@ -282,18 +282,13 @@ def _feeds_outer_reduction(v: ir.Value, u: ir.Value, all_users, hops: int = 4) -
         if u.op in ir.REDUCTIONS:
             if u.op in ("argmin", "argmax") or tuple(u.args[0].shape) != tuple(v.shape):
                 return False
-            axes = u.attr("axes")
-            red = set(range(v.ndim)) if axes is None else {a % v.ndim for a in _tuple(axes)}
+            red = ir.reduced_axes(u)
             return v.ndim - 1 not in red or len(red) == v.ndim
         if not is_pointwise(u) or len(all_users[u.id]) != 1 or tuple(u.shape) != tuple(v.shape):
             return False
         u = all_users[u.id][0]
         hops -= 1
     return False
-
-
-def _tuple(x) -> tuple:
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
 def _materialised(values, users, roots: set[int], fuse: bool) -> set[int]:
