@@ -236,24 +236,8 @@ _NEVER_ARRAYS = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType
 
 def reads_device_arrays(fn) -> bool:
     """Whether the globals and closure cells fn reads hold a CUDA array now: a call that
-    passes none itself runs on the device too. Asked on a CPU miss, not on hits; an
-    object that fails the question (a __getattr__ that raises) counts as no array."""
-    g = fn.__globals__
-    values = [g.get(name) for name in _global_names(fn.__code__)]
-    for cell in fn.__closure__ or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            continue
-    for v in values:
-        if v is None or isinstance(v, _NEVER_ARRAYS):
-            continue
-        try:
-            if cuda_arrays.library_of(v) is not None:
-                return True
-        except Exception:  # noqa: BLE001, S112 -- any object may be a global
-            continue
-    return False
+    passes none itself runs on the device too. Asked on a CPU miss, not on hits."""
+    return next(_outside_arrays(fn, _global_names(fn.__code__)), None) is not None
 
 
 def _state(cf) -> State:
@@ -280,20 +264,29 @@ def _outside(fn, state: State) -> list:
     if state.names is None:
         g = fn.__globals__
         state.names = tuple(sorted(n for n in _global_names(fn.__code__) if n in g))
-    found = []
+    return list(_outside_arrays(fn, state.names))
+
+
+def _outside_arrays(fn, names):
+    """(source, CUDA array) for the globals among `names` and the closure cells of fn
+    that hold one now. An object that fails the question (a __getattr__ that raises)
+    counts as no array; an empty cell is skipped (the translation says so)."""
     g = fn.__globals__
-    for name in state.names:
-        v = g.get(name)
-        if v is not None and cuda_arrays.library_of(v) is not None:
-            found.append((("global", name), v))
+    found = [(("global", name), g.get(name)) for name in names]
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:
-            v = cell.cell_contents
-        except ValueError:  # an empty cell: the translation says so
+            found.append((("closure", name), cell.cell_contents))
+        except ValueError:  # an empty cell
             continue
-        if cuda_arrays.library_of(v) is not None:
-            found.append((("closure", name), v))
-    return found
+    for source, v in found:
+        if v is None or isinstance(v, _NEVER_ARRAYS):
+            continue
+        try:
+            lib = cuda_arrays.library_of(v)
+        except Exception:  # noqa: BLE001, S112 -- any object may be a global
+            continue
+        if lib is not None:
+            yield source, v
 
 
 @dataclass
