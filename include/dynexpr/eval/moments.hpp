@@ -6,22 +6,23 @@
 // stay in cache (`moment_block` elements of a row; for column reductions, as many rows
 // of the column tile as fit in `moment_tile_bytes`). Each block is reduced twice while
 // it is in cache: its sum, then, about its own mean mb, the sums of d = x - mb and d².
-// Its sum is n·mb + S(d) and its M2 is S(d²) - S(d)²/n, the corrected two-pass formula (Björck; Chan, Golub &
-// LeVeque 1983), whose rounding error is about n_b·u·M2_b for a block of n_b elements in
-// the input's precision u, with no dependence on the size of the mean. Blocks are merged
-// in double by Chan's update, M2 = M2_a + M2_b + δ²·n_a·n_b / n, δ = mean_b - mean_a,
-// and the merge adds error only at double's precision. So the result's relative error
-// is bounded by about (n_b + 2)·u_input + O(n·u_double), against NumPy's two-pass
-// O(n·u_input) for a sum along an outer axis: never worse, and better for long
-// reductions. tests/cpp/test_moments.cpp checks it against a long-double reference on
-// data whose mean is 10^4 times its spread, where the one-pass textbook formula
-// (S(x²) - S(x)²/n) loses every digit.
+// Its sum is n·mb + S(d) and its M2 is S(d²) - S(d)²/n, the corrected two-pass formula
+// (Björck; Chan, Golub & LeVeque 1983), whose rounding error is about n_b·u·M2_b for a
+// block of n_b elements in the input's precision u, with no dependence on the size of
+// the mean. Blocks are merged in double by Chan's update about a shift (moment_sums),
+// M2 = M2_a + M2_b + δ²·n_a·n_b / n, δ = mean_b - mean_a, and the merge adds error only
+// at double's precision. So the result's relative error is bounded by about
+// (n_b + 2)·u_input + O(n·u_double), against NumPy's two-pass O(n·u_input) for a sum
+// along an outer axis: never worse, and better for long reductions. tests/cpp/
+// test_reduce.cpp ("var/std read once keep two-pass accuracy") checks it against a
+// long-double reference on data whose mean is 10^4 (float32) or 10^8 (float64) times
+// its spread, where the one-pass textbook formula (S(x²) - S(x)²/n) loses every digit.
 //
 // The mean comes from the blocks' sums n·mb + S(d), added in double: as accurate as
 // dx::mean or more. Where a block holds an inf or a NaN its plain sum is taken instead,
-// so the mean is NumPy's (inf, or NaN), and the variance is NaN, as NumPy's inf - inf. Work is split into items by size, not by thread count, and
-// partial results merge in item order: the result is bitwise the same for 1 and N
-// threads.
+// so the mean is NumPy's (inf, or NaN), and the variance is NaN, as NumPy's inf - inf.
+// Work is split into items by size, not by thread count, and partial results merge in
+// item order: the result is bitwise the same for 1 and N threads.
 #pragma once
 
 #include <algorithm>
