@@ -22,6 +22,15 @@ import pytest
 BACKENDS = ["eager", "cpu"]
 
 
+def pytest_configure(config):
+    # run_all.sh runs the whole suite on its first CPython version, then `-m "not
+    # one_python"` on the others: these modules test the compiler, the cache's files and
+    # generated text, none of which depends on the interpreter's version (capture,
+    # which does, is in the modules that run on every version).
+    config.addinivalue_line(
+        "markers", "one_python: subject independent of the CPython version (run once)")
+
+
 @pytest.fixture(autouse=True)
 def _fresh_dynexpr():
     dynexpr.reset()

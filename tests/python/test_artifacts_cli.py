@@ -14,6 +14,10 @@ from cache_testing import use_cache
 import dynexpr
 from dynexpr import cache
 
+# Its subject (compiler, cache files, generated text) does not depend on the CPython
+# version: run_all.sh runs it on the first version only (conftest.py, one_python).
+pytestmark = pytest.mark.one_python
+
 MODULE = textwrap.dedent('''
     import numpy as np
     import dynexpr

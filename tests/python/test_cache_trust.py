@@ -32,6 +32,10 @@ from dynexpr import cache, cxx, trust
 from cache_testing import link_pch, use_cache
 from compare import assert_same
 
+# Its subject (compiler, cache files, generated text) does not depend on the CPython
+# version: run_all.sh runs it on the first version only (conftest.py, one_python).
+pytestmark = pytest.mark.one_python
+
 ROOT = Path(__file__).resolve().parents[2]
 
 HERE = Path(__file__).parent

@@ -22,6 +22,10 @@ from dynexpr.backends.cuda_emulate import CudaEmulationBackend
 from dynexpr.schedule import schedule
 from test_corpus import _run_and_compare
 
+# Its subject (compiler, cache files, generated text) does not depend on the CPython
+# version: run_all.sh runs it on the first version only (conftest.py, one_python).
+pytestmark = pytest.mark.one_python
+
 IDS = [c.name for c in CASES]
 ARCHS = ("sm_80", "sm_90")
 needs_nvrtc = pytest.mark.skipif(nvrtc.available() is not None,

@@ -11,6 +11,10 @@ from dynexpr.artifacts.export import ExportError
 from exported_cpp import CppError, driver
 from test_loop_scalar import lorenz as loop_scalar_lorenz
 
+# Its subject (compiler, cache files, generated text) does not depend on the CPython
+# version: run_all.sh runs it on the first version only (conftest.py, one_python).
+pytestmark = pytest.mark.one_python
+
 rng = np.random.default_rng(7)
 
 

@@ -19,6 +19,10 @@ from pathlib import Path
 
 import pytest
 
+# Its subject (compiler, cache files, generated text) does not depend on the CPython
+# version: run_all.sh runs it on the first version only (conftest.py, one_python).
+pytestmark = pytest.mark.one_python
+
 ROOT = Path(__file__).resolve().parents[2]
 GENERATE = Path("include/dynexpr/ops/generate.py")
 

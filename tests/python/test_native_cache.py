@@ -25,6 +25,10 @@ from dynexpr import cache, cxx, runtime, toolchain
 from cache_testing import link_pch, use_cache
 from native_graphs import GraphBuilder
 
+# Its subject (compiler, cache files, generated text) does not depend on the CPython
+# version: run_all.sh runs it on the first version only (conftest.py, one_python).
+pytestmark = pytest.mark.one_python
+
 HERE = Path(__file__).parent
 
 

@@ -17,6 +17,10 @@ from compare import assert_same
 from dynexpr import cache, split
 from dynexpr.capture import reroll
 
+# Its subject (compiler, cache files, generated text) does not depend on the CPython
+# version: run_all.sh runs it on the first version only (conftest.py, one_python).
+pytestmark = pytest.mark.one_python
+
 BUDGET = 30  # nodes: small, so a few unrolled steps are over it
 
 
