@@ -71,6 +71,17 @@ def test_small_values_are_still_stored():
     _check(softmax_columns, x, kernels="reduction, pointwise, reduction, pointwise")
 
 
+def test_the_size_floor_grows_with_the_cost():
+    # 362 x 362 float32 is 512 KB: above the 256 KB floor of a subtraction, so the
+    # deviations are recomputed; below the 768 KB of exp(x - max) (cost 13), so e is stored
+    x = RNG.standard_normal((362, 362)).astype(np.float32)
+    _check(standardise_by_hand, x, kernels="reduction, reduction, pointwise, pointwise")
+    _check(softmax_columns, x, kernels="reduction, pointwise, reduction, pointwise")
+    # 512 x 512 float32 (1 MB) is over both
+    x = RNG.standard_normal((512, 512)).astype(np.float32)
+    _check(softmax_columns, x, kernels="reduction, reduction, pointwise")
+
+
 def test_row_softmax_keeps_its_row_blocks():
     def softmax_rows(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
