@@ -53,7 +53,8 @@ def capture(
                inputs; the fastest is kept in the cache for later processes), or
                "reduce-overhead" (torch.compile's name: on the cpu backend it is the
                default path, whose per-call cost is already a C guard check and the
-               kernel call; on cuda, CUDA graphs are not built yet; explain says so)
+               kernel call; on CUDA arrays, each unit replayed as a CUDA graph (Note [CUDA
+               graph replay] in backends/cuda_driver.py); explain says which)
     dynamic    None: the first call is specialised to its shapes; a dimension seen with a
                second extent is dynamic in the recompiled entry (a third extent reuses
                it). True: every dimension of size >= 2 is dynamic from the start.

@@ -62,8 +62,8 @@ class CacheInfo(namedtuple("CacheInfo", "hits misses compiles entries")):
 # "reduce-overhead" is torch.compile's name for replaying a CUDA graph of the kernels.
 # On the cpu backend the default path already is that: guards checked in C and the unit
 # called with no Python in between (Note [the native hit path]), so it runs as "default";
-# the cuda backend does not build CUDA graphs yet and launches kernel by kernel. explain
-# says which (explain.mode_note).
+# calls with CUDA arrays replay each unit as a CUDA graph (Note [CUDA graph replay] in
+# backends/cuda_driver.py). explain says which (explain.mode_note).
 MODES = ("default", "reduce-overhead", "max-autotune")
 
 _live: weakref.WeakSet[CapturedFunction] = weakref.WeakSet()

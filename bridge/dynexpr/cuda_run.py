@@ -437,14 +437,22 @@ def _add(cf, state: State, c: _Call, bound: list) -> Entry:
         return entry
     ready = backend.cached(plan)
     if plan.key is None or ready is not None:
-        entry.compiled = ready
+        entry.compiled = _for_mode(ready, cf.mode)
     elif config.background_compile and cf.mode != "max-autotune":
-        entry.compiled = background.submit(lambda: backend.build(plan),
+        entry.compiled = background.submit(lambda: _for_mode(backend.build(plan), cf.mode),
                                            f"{fn.__qualname__} (CUDA unit {plan.key[:12]})")
     else:
-        entry.compiled = backend.build(plan)
+        entry.compiled = _for_mode(backend.build(plan), cf.mode)
     cf._compiles += 1
     return entry
+
+
+def _for_mode(compiled, mode: str):
+    """mode="reduce-overhead": the unit replayed as CUDA graphs where its launcher can
+    (the driver's; Note [CUDA graph replay] in backends/cuda_driver.py)."""
+    if mode == "reduce-overhead" and hasattr(compiled, "replayed"):
+        return compiled.replayed()
+    return compiled
 
 
 def _translate(cf, state: State, c: _Call):
@@ -584,6 +592,9 @@ def describe(cf) -> list[str]:
             what = "plain Python while its CUDA unit compiles in the background"
         else:
             what = "CUDA kernels"
+            replay = getattr(e.compiled, "describe", None)  # mode="reduce-overhead"
+            if replay is not None:
+                what += f", {replay()}"
         lines.append(f"device entry {n} ({lib} arrays, {e.calls} calls): {what}")
     return lines
 

@@ -150,10 +150,13 @@ def mode_note(fn: Any) -> str:
     if getattr(fn, "mode", None) != "reduce-overhead":
         return ""
     if getattr(fn, "backend", "cpu") == "cuda":
-        return ("Mode reduce-overhead: CUDA graphs are not built yet on the cuda backend; "
-                "its kernels are launched one by one, as in the default mode")
+        return ("Mode reduce-overhead: each CUDA unit is captured once per set of extents "
+                "as a CUDA graph and replayed, one launch a call; inputs that come at a new "
+                "address are copied into the graph's buffers, results copied out of them "
+                "(Note [CUDA graph replay]; the Device lines above say what each entry does)")
     return ("Mode reduce-overhead: on this backend it is the default path (guards checked "
-            "in C, the compiled unit called with no Python in between); nothing is replayed")
+            "in C, the compiled unit called with no Python in between); nothing is "
+            "replayed, except on CUDA arrays, whose units are replayed as CUDA graphs")
 
 
 def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
@@ -183,7 +186,7 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> ExplainOutput:
     if cuda_run.has_device_arrays(bound) or cuda_run.reads_device_arrays(target):  # Note [the device path]
         graphs, breaks, guards, device = cuda_run.explain(fn, target, bound)
         return ExplainOutput(len(graphs), len(breaks), breaks, [g.ops() for g in graphs],
-                             guards, graphs, names, history, device=device)
+                             guards, graphs, names, history, device=device, mode=mode_note(fn))
     try:
         tr = translate(target, bound)
     except Unsupported as e:

@@ -65,3 +65,32 @@ def test_grid_reduction_is_deterministic_on_device():
     b, _ = _run_on_device(g, [x])
     assert a[0].tobytes() == b[0].tobytes()
     np.testing.assert_allclose(a[0], x.sum(dtype=np.float64), rtol=1e-5)
+
+
+def test_cuda_graph_replay_on_device():
+    """mode="reduce-overhead"'s replay (Note [CUDA graph replay]): the same results as
+    NumPy for inputs read in place, refilled in place, and at new addresses."""
+    def f(x, w):
+        y = np.log1p(np.exp(x)) * w
+        return y, y.sum()
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((512, 64)).astype(np.float32)
+    w = rng.standard_normal(64).astype(np.float32)
+    g = dynexpr.explain(f, x, w).graphs[0]
+    unit = cuda_codegen.generate(schedule(g), {0, 1})
+    rep = cuda_driver.load(unit, nvrtc.compile_cached(unit.source, cuda_driver.arch()).path).replayed()
+    W = cupy.asarray(w)
+    X = cupy.asarray(x)
+    for k in range(4):
+        if k == 2:
+            x = rng.standard_normal(x.shape).astype(np.float32)
+            X[...] = cupy.asarray(x)  # refilled in place
+        if k == 3:
+            x = rng.standard_normal(x.shape).astype(np.float32)
+            X = cupy.asarray(x)  # a new address: copied into the graph's buffer
+        y, total = rep(X, W)
+        want_y, want_total = f(x, w)
+        np.testing.assert_allclose(cupy.asnumpy(y), want_y, rtol=1e-5)
+        np.testing.assert_allclose(cupy.asnumpy(total), want_total, rtol=1e-4)
+    assert rep.captures == 2 and rep.moving == {"x0"}

@@ -65,6 +65,10 @@ class Library:
     def copy(self, x: Any) -> Any:
         return x.copy()
 
+    def copy_into(self, dst: Any, src: Any) -> None:
+        """dst[...] = src on the library's current stream (dst: this library's array)."""
+        dst[...] = src
+
     def matmul(self, a: Any, b: Any, out: Any) -> None:
         """out[...] = a @ b by the library (cuBLAS for CuPy and torch), on its current
         stream (Note [matmul through the library] in cuda_codegen.py)."""
@@ -132,6 +136,9 @@ class Torch(Library):
     def copy(self, x: Any) -> Any:
         return x.clone()
 
+    def copy_into(self, dst: Any, src: Any) -> None:
+        dst.copy_(src)
+
     def matmul(self, a: Any, b: Any, out: Any) -> None:
         import torch
         torch.matmul(a, b, out=out)
@@ -164,6 +171,10 @@ class Interface(Library):
 
     def stream(self, device: int, like: Any) -> int:
         return _cupy.stream(device, like)
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        import cupy
+        dst[...] = cupy.asarray(src)  # dst is CuPy's (empty() above); src read in place
 
     def matmul(self, a: Any, b: Any, out: Any) -> None:
         _cupy.matmul(a, b, out)

@@ -38,7 +38,9 @@ class Bound:
                      for r in unit.schedule.results)
 
 
-def bind(unit: CudaUnit, inputs, *, host: bool) -> Bound:
+def bind(unit: CudaUnit, inputs, *, host: bool, allocate: bool = True) -> Bound:
+    """The call's buffers; allocate=False: the inputs' alone (no outputs, temporaries or
+    workspaces: a CUDA graph's replay has its own, Note [CUDA graph replay])."""
     n_in = unit.schedule.n_inputs
     if len(inputs) != n_in:
         raise TypeError(f"dynexpr: this graph takes {n_in} inputs, got {len(inputs)}")
@@ -76,7 +78,7 @@ def bind(unit: CudaUnit, inputs, *, host: bool) -> Bound:
                 raise ValueError(f"dynexpr: input {a.name[1:]} was generated as "
                                  "C-contiguous and is not")
             b.ptr[a.name], b.strides[a.name], b.arrays[a.name] = ptr, strides, x
-        else:
+        elif allocate:
             shape = a.extents(dims)
             if lib is None:
                 y = np.empty(shape, a.dtype)
@@ -85,7 +87,7 @@ def bind(unit: CudaUnit, inputs, *, host: bool) -> Bound:
                 y = lib.empty(shape, a.dtype, device, inputs)
                 ptr = int(y.__cuda_array_interface__["data"][0])
             b.ptr[a.name], b.arrays[a.name] = ptr, y
-            b.strides[a.name] = _c(shape)
+            b.strides[a.name] = contiguous_strides(shape)
     return b
 
 
@@ -105,7 +107,7 @@ def _describe(x: Any, i: int, host: bool) -> cuda_arrays.DeviceArray | None:
     return cuda_arrays.read(x, i)
 
 
-def _c(shape) -> list[int]:
+def contiguous_strides(shape) -> list[int]:
     out, acc = [], 1
     for d in reversed(shape):
         out.append(acc)
