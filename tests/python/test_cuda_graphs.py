@@ -120,6 +120,21 @@ def test_a_strided_input_that_moves_is_copied_by_the_library(lib, monkeypatch, t
     assert f.moving == {"x0"} and not drv.calls("memcpy"), "strided: the library's copy"
 
 
+def test_each_stream_has_its_graph(lib, monkeypatch, tmp_path):
+    # a graph's buffers are used in one stream's order: another stream gets its own
+    x = RNG.standard_normal((50, 20)).astype(np.float32)
+    w = RNG.standard_normal(20).astype(np.float32)
+    drv, f = _replay(monkeypatch, tmp_path, _unit(scaled_softplus_and_total, x, w))
+    X, W = FakeArray(x.copy()), FakeArray(w.copy())
+    for stream in (0, 0x5000, 0, 0x5000):
+        monkeypatch.setattr(lib, "stream", lambda device, like, s=stream: s)
+        _check(f(X, W), x, w)
+    assert f.captures == 2 and len(f.graphs) == 2
+    launched = [(exe, stream) for exe, stream, _ in drv.calls("graph launch")]
+    assert [s for _, s in launched] == [0, 0x5000, 0, 0x5000]
+    assert launched[0][0] == launched[2][0] != launched[1][0] == launched[3][0]
+
+
 def test_each_set_of_extents_has_its_graph(lib, monkeypatch, tmp_path):
     def f(x):
         return np.tanh(x) * 2.0 + x.sum(axis=-1, keepdims=True) - x.mean()

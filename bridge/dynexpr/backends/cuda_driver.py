@@ -200,7 +200,9 @@ class Launcher:
 # mode="reduce-overhead" on the cuda backend (torch.compile's name and design): a unit's
 # launches are captured once into a CUDA graph, per set of extents and input strides, and
 # each later call is one cuGraphLaunch on the caller's stream instead of one cuLaunchKernel
-# (and its Python argument packing) per kernel.
+# (and its Python argument packing) per kernel. A graph is also per stream: its buffers
+# are then used in one stream's order only, and two threads on two streams never copy
+# into or out of the same buffers at once.
 # - A graph holds every pointer it was captured with. Outputs, temporaries and workspaces
 #   are the graph's own buffers, allocated at capture and kept with it.
 # - An input is read where it was at capture for as long as each call passes it at that
@@ -259,7 +261,8 @@ class Replay:
             return self.launcher(*inputs)
         la = self.launcher
         b = la.bind(inputs, allocate=False)
-        key = (tuple(sorted(b.dims.items())),
+        stream = b.library.stream(la.device, inputs)
+        key = (stream, tuple(sorted(b.dims.items())),
                tuple((n, tuple(st)) for n, st in sorted(b.strides.items())))
         with self._lock:
             g = self.graphs.get(key)
@@ -273,7 +276,6 @@ class Replay:
                 g = self._capture(inputs, key)
             else:
                 self.graphs.move_to_end(key)
-            stream = b.library.stream(la.device, inputs)
             for n, buf in g.static.items():
                 self._copy_in(b, n, buf, stream)
             la.clear_error(stream)
