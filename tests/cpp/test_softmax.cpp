@@ -186,3 +186,121 @@ TEST_CASE("softmax: bad input is a clear error") {
                        dx::value_error);
   CHECK_THROWS_WITH(dx::softmax(dx::Tensor<float>(Shape{3, 4}), 2), doctest::Contains("out of bounds"));
 }
+
+// ------------------------------------------------------------------ dx::max_sumexp
+// (eval/max_sumexp.hpp, Note [max and sum of exps together])
+namespace {
+/// max and sum(exp(x - max)) of x (C-contiguous) over axes 0..k-1 of a 2-D view [rows,
+/// cols] of it, reduced along the rows (axis 0), in long double.
+template <class T>
+void reference_columns(const T* x, index_t rows, index_t cols, std::vector<ld>& m, std::vector<ld>& s) {
+  m.assign(static_cast<std::size_t>(cols), -std::numeric_limits<ld>::infinity());
+  s.assign(static_cast<std::size_t>(cols), 0);
+  for (index_t r = 0; r < rows; ++r)
+    for (index_t c = 0; c < cols; ++c) m[c] = std::max<ld>(m[c], x[r * cols + c]);
+  for (index_t r = 0; r < rows; ++r)
+    for (index_t c = 0; c < cols; ++c) s[c] += std::exp(static_cast<ld>(x[r * cols + c]) - m[c]);
+}
+
+template <class T, class A>
+void check_max_sumexp(const dx::Tensor<T>& x, const A& axes, index_t rows, index_t cols, double rel) {
+  // x is [rows, cols] once the reduced axes are moved first (the callers pass such x)
+  const auto [m, s] = dx::max_sumexp(x, axes);
+  std::vector<ld> wm, ws;
+  reference_columns(x.data(), rows, cols, wm, ws);
+  REQUIRE(m.size() == cols);
+  const auto mx = dx::max(x, axes);
+  int bad = 0;
+  for (index_t c = 0; c < cols && bad < 5; ++c) {
+    const bool ok = m.data()[c] == mx.data()[c] && static_cast<ld>(m.data()[c]) == wm[c] &&
+                    std::abs(static_cast<ld>(s.data()[c]) - ws[c]) <= rel * ws[c];
+    if (!ok) {
+      ++bad;
+      FAIL_CHECK("column " << c << ": m " << m.data()[c] << " (want " << static_cast<double>(wm[c])
+                           << "), s " << s.data()[c] << " (want " << static_cast<double>(ws[c]) << ")");
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("max_sumexp reads once and matches the two reductions", T, float, double) {
+  const double rel = std::is_same_v<T, float> ? 2e-5 : 1e-12;
+  // column tiles: a ragged last tile (700 = 512 + 188), many row chunks, tiny shapes
+  for (const auto& [rows, cols] : {std::pair<index_t, index_t>{3000, 700}, {100000, 16}, {7, 5}, {1, 600}})
+    check_max_sumexp(random_tensor<T>(Shape{rows, cols}, 11, -20, 20), 0, rows, cols, rel);
+  // all axes (one output, chunks merged), long rows (axis 1 of a transposed copy)
+  const auto big = random_tensor<T>(Shape{1000, 300}, 12, -30, 30);
+  check_max_sumexp(big.view().reshape(Shape{300000, 1}).copy(), dx::all_axes, 300000, 1, rel);
+  const auto rowsx = random_tensor<T>(Shape{3, 70000}, 13, -5, 5);
+  const auto [mr, sr] = dx::max_sumexp(rowsx, 1, true);
+  CHECK(mr.shape() == Shape{3, 1});
+  const auto tr = dx::eval(rowsx.transpose());
+  std::vector<ld> wm, ws;
+  reference_columns(tr.data(), 70000, 3, wm, ws);
+  for (index_t r = 0; r < 3; ++r) {
+    CHECK(static_cast<ld>(mr.at(r, 0)) == wm[r]);
+    CHECK(std::abs(static_cast<ld>(sr.at(r, 0)) - ws[r]) <= rel * ws[r]);
+  }
+  // a strided, fused input, 3-D with two reduced axes: the same as its evaluated copy
+  const auto x3 = random_tensor<T>(Shape{20, 30, 80}, 14, -3, 3);
+  const auto view = x3.slice(dx::slice(dx::none, dx::none, 2), dx::slice(), dx::slice(dx::none, dx::none, 2));
+  const auto fused = view * T(2) + T(1);
+  const auto [m3, s3] = dx::max_sumexp(fused, Shape{0, 1});
+  const auto copy = dx::eval(fused);  // [10, 30, 40] -> rows of 300, 40 columns
+  reference_columns(copy.data(), 300, 40, wm, ws);
+  for (index_t c = 0; c < 40; ++c) {
+    CHECK(static_cast<ld>(m3.at(c)) == wm[c]);
+    CHECK(std::abs(static_cast<ld>(s3.at(c)) - ws[c]) <= rel * ws[c]);
+  }
+}
+
+TEST_CASE_TEMPLATE("max_sumexp: special values as NumPy's two reductions", T, float, double) {
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  auto x = random_tensor<T>(Shape{5000, 6}, 15, -2, 2);
+  for (index_t r = 0; r < 5000; ++r) x.at(r, 0) = -inf;  // column 0: all -inf
+  x.at(4000, 1) = std::numeric_limits<T>::quiet_NaN();     // column 1: a NaN late
+  x.at(10, 2) = inf;                                        // column 2: +inf early
+  for (index_t r = 0; r < 3000; ++r) x.at(r, 3) = -inf;    // column 3: -inf blocks, then values
+  x.at(4999, 4) = T(80);                                    // column 4: the max in the last row
+  for (const int threads : {1, 2, 3}) {
+    const int saved = dx::parallel::num_threads();
+    dx::parallel::set_num_threads(threads);
+    const auto [m, s] = dx::max_sumexp(x, 0);
+    dx::parallel::set_num_threads(saved);
+    CHECK(m.at(0) == -inf);
+    CHECK(std::isnan(s.at(0)));
+    CHECK(std::isnan(m.at(1)));
+    CHECK(std::isnan(s.at(1)));
+    CHECK(m.at(2) == inf);
+    CHECK(std::isnan(s.at(2)));
+    std::vector<ld> wm, ws;
+    reference_columns(x.data(), 5000, 6, wm, ws);
+    for (const index_t c : {3, 4, 5}) {
+      CHECK(static_cast<ld>(m.at(c)) == wm[c]);
+      CHECK(std::abs(static_cast<ld>(s.at(c)) - ws[c]) <= 2e-5 * ws[c]);
+    }
+  }
+}
+
+TEST_CASE("max_sumexp: 1, 2 and 3 threads give bitwise equal results; empty input") {
+  const int saved = dx::parallel::num_threads();
+  const auto x = random_tensor<float>(Shape{20000, 700}, 16, -4, 4);
+  dx::parallel::set_num_threads(1);
+  const auto [m1, s1] = dx::max_sumexp(x, 0);
+  const auto [ma1, sa1] = dx::max_sumexp(x, dx::all_axes);
+  for (int t : {2, 3}) {
+    dx::parallel::set_num_threads(t);
+    const auto [mt, st] = dx::max_sumexp(x, 0);
+    const auto [mat, sat] = dx::max_sumexp(x, dx::all_axes);
+    CHECK(std::memcmp(m1.data(), mt.data(), sizeof(float) * m1.size()) == 0);
+    CHECK(std::memcmp(s1.data(), st.data(), sizeof(float) * s1.size()) == 0);
+    CHECK(std::memcmp(sa1.data(), sat.data(), sizeof(float)) == 0);
+    CHECK(ma1.data()[0] == mat.data()[0]);
+  }
+  dx::parallel::set_num_threads(saved);
+  CHECK_THROWS_WITH_AS(dx::max_sumexp(dx::Tensor<float>(Shape{0, 3}), 0), doctest::Contains("zero-size array"),
+                       dx::value_error);
+  const auto [me, se] = dx::max_sumexp(dx::Tensor<float>(Shape{4, 0}), 0);  // nothing to reduce into
+  CHECK(me.size() == 0);
+  CHECK(se.size() == 0);
+}

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "dynexpr/eval/max_sumexp.hpp"
 #include "dynexpr/eval/moments.hpp"
 #include "dynexpr/eval/reduce.hpp"
 
@@ -101,6 +102,26 @@ auto moments_impl(const X& x, const evaluation::axis_set& axes, bool keepdims, i
   }
   return std::pair<Tensor<F>, Tensor<F>>(std::move(mean), std::move(var));
 }
+/// The max of x over `axes` and the sum of exp(x - max) over them, from one read of x
+/// (Note [max and sum of exps together] in eval/max_sumexp.hpp).
+template <class X>
+auto max_sumexp_impl(const X& x, const evaluation::axis_set& axes, bool keepdims) {
+  using F = float_result_t<typename X::value_type>;
+  using namespace evaluation;
+  const auto low = lower(cast<F>(x));
+  const reduce_plan p = plan_for(low, axes, keepdims);
+  if (p.reduced == 0)  // as NumPy's max
+    throw value_error("dynexpr: zero-size array to reduction operation maximum which has no identity");
+  auto m = Tensor<F>::empty(p.out_shape);
+  auto s = Tensor<F>::empty(p.out_shape);
+  std::vector<max_sumexp_acc> acc(static_cast<std::size_t>(m.size()));
+  run_max_sumexp(low, p, acc.data());
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    m.data()[i] = static_cast<F>(acc[i].m);
+    s.data()[i] = static_cast<F>(acc[i].sum());
+  }
+  return std::pair<Tensor<F>, Tensor<F>>(std::move(m), std::move(s));
+}
 }  // namespace detail
 
 // NumPy's reductions with a float result and its own check for empty inputs.
@@ -143,6 +164,16 @@ template <Operand E, class A>
   requires detail::AxisSpec<std::remove_cvref_t<A>>
 auto mean_std(E&& e, const A& axes, bool keepdims = false, int ddof = 0) {
   return detail::moments_impl(as_expr(std::forward<E>(e)), detail::axes_of(axes), keepdims, ddof, true);
+}
+
+/// max(x, axes) and sum(exp(x - max(x, axes, true)), axes), from one read of x (Note [max
+/// and sum of exps together]): `auto [m, s] = dx::max_sumexp(x, 0);` starts a column
+/// softmax or logsumexp. Float result (integers: float64, and m is then float64 too);
+/// s is NaN where m is not finite, as NumPy's two reductions give it.
+template <Operand E, class A>
+  requires detail::AxisSpec<std::remove_cvref_t<A>>
+auto max_sumexp(E&& e, const A& axes, bool keepdims = false) {
+  return detail::max_sumexp_impl(as_expr(std::forward<E>(e)), detail::axes_of(axes), keepdims);
 }
 
 // ------------------------------------------------------------------ argmin / argmax
