@@ -13,7 +13,6 @@ import pytest
 pytest.importorskip("dynexpr._native", reason="the native extension is not built")
 
 import dynexpr
-
 from compare import assert_matches_plain, unit_source
 
 RNG = np.random.default_rng(17)

@@ -174,53 +174,23 @@ void run_max_sumexp(const E& e, const reduce_plan& p, max_sumexp_acc* out) {
   if (outputs == 0 || p.reduced == 0) return;
   const double work = static_cast<double>(outputs) * static_cast<double>(p.reduced) *
                       (cost_per_element_v<E> + ops::exp_op::cost + 3);
-  if (!p.outer) {
-    // Inner loop: each output's reduced elements are rows of the last dim.
-    const index_t chunks = (p.reduced + reduce_chunk - 1) / reduce_chunk;
-    const index_t items = p.kept * chunks;
-    std::vector<max_sumexp_acc> partial(chunks > 1 ? items : 0);
-    const index_t grain = chunks > 1 ? 1 : std::max<index_t>(1, reduce_chunk / p.reduced);
-    parallel::parallel_for(items, grain, 1, work, [&](index_t ib, index_t ie) {
-      evaluator<E> ev = ev0;
-      const DL dl;
-      const hn::Rebind<F, DL> df;
-      index_t idx[max_rank] = {};
-      for (index_t it = ib; it < ie; ++it) {
-        const index_t k = it / chunks, c = it % chunks;
-        max_sumexp_acc a;
-        for_each_segment(p, ev, idx, k, c, [&](index_t jb, index_t je) {
-          if (unit) detail_max_sumexp::row_blocks<mode::unit>(dl, df, ev, jb, je, a);
-          else detail_max_sumexp::row_blocks<mode::general>(dl, df, ev, jb, je, a);
-        });
-        if (chunks > 1) partial[it] = a;
-        else out[k] = a;
-      }
+  if (!p.outer) {  // each output's reduced elements are rows of the last dim
+    const DL dl;
+    const hn::Rebind<F, DL> df;
+    inner_items(p, ev0, work, out, [&](const evaluator<E>& ev, index_t jb, index_t je, max_sumexp_acc& a) {
+      if (unit) detail_max_sumexp::row_blocks<mode::unit>(dl, df, ev, jb, je, a);
+      else detail_max_sumexp::row_blocks<mode::general>(dl, df, ev, jb, je, a);
     });
-    if (chunks > 1)
-      for (index_t k = 0; k < p.kept; ++k) {
-        max_sumexp_acc t;
-        for (index_t c = 0; c < chunks; ++c) t.merge(partial[k * chunks + c]);
-        out[k] = t;
-      }
     return;
   }
-  // Outer loop: a tile of up to `outer_width` outputs along the innermost kept dim, its
-  // rows in blocks that fit moment_tile_bytes, each read twice (max, then exps), in at
-  // most 16 chunks of rows per tile (the tiling of run_moments).
-  const index_t rows = p.reduced;
-  const index_t jblocks = (p.ni + outer_width - 1) / outer_width;
-  const index_t tile = std::min(p.ni, outer_width);
-  const index_t block_rows =
-      std::clamp<index_t>(moment_tile_bytes / (tile * static_cast<index_t>(sizeof(F))), 4, outer_flush);
-  const index_t want = std::max({outer_flush, reduce_chunk / tile, (rows + 15) / 16});
-  const index_t rows_per_chunk = (want + block_rows - 1) / block_rows * block_rows;
-  const index_t rchunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-  const index_t items = p.kept * jblocks * rchunks;
-  const bool split = rchunks > 1;
+  // Outer loop: column tiles (column_tiles, moments.hpp), each block of rows read twice
+  // (max, then exps).
+  const column_tiles T(p, static_cast<index_t>(sizeof(F)));
+  const bool split = T.split();
   // per item: its tile's running maxima and sums (split), merged in item order after
-  std::vector<double> pm(split ? static_cast<std::size_t>(items * outer_width) : 0);
+  std::vector<double> pm(split ? static_cast<std::size_t>(T.items * outer_width) : 0);
   std::vector<double> ps(pm.size());
-  parallel::parallel_for(items, 1, 1, work, [&](index_t ib, index_t ie) {
+  parallel::parallel_for(T.items, 1, 1, work, [&](index_t ib, index_t ie) {
     evaluator<E> ev = ev0;
     const DL dl;
     const hn::Rebind<F, DL> df;
@@ -230,17 +200,14 @@ void run_max_sumexp(const E& e, const reduce_plan& p, max_sumexp_acc* out) {
     double own_m[outer_width], own_s[outer_width];
     index_t idx[max_rank] = {};
     for (index_t it = ib; it < ie; ++it) {
-      const index_t k = it / (jblocks * rchunks);
-      const index_t jbk = (it / rchunks) % jblocks, c = it % rchunks;
-      const index_t jb = jbk * outer_width, w = std::min(outer_width, p.ni - jb);
-      const index_t r0 = c * rows_per_chunk, r1 = std::min(rows, r0 + rows_per_chunk);
+      const auto [k, jb, w, r0, r1] = T.at(p, it);
       decode(L, 0, p.nk, k, idx);
       double* m = split ? pm.data() + it * outer_width : own_m;
       double* s = split ? ps.data() + it * outer_width : own_s;
       std::fill(m, m + w, -std::numeric_limits<double>::infinity());
       std::fill(s, s + w, 0.0);
-      for (index_t rb = r0; rb < r1; rb += block_rows) {
-        const index_t re = std::min(r1, rb + block_rows);
+      for (index_t rb = r0; rb < r1; rb += T.block_rows) {
+        const index_t re = std::min(r1, rb + T.block_rows);
         if (unit) detail_max_sumexp::tile_block<mode::unit>(dl, df, ev, L, p, idx, jb, w, rb, re, bm, mt, sb, m, s);
         else detail_max_sumexp::tile_block<mode::general>(dl, df, ev, L, p, idx, jb, w, rb, re, bm, mt, sb, m, s);
       }
@@ -249,19 +216,17 @@ void run_max_sumexp(const E& e, const reduce_plan& p, max_sumexp_acc* out) {
     }
   });
   if (split)
-    for (index_t k = 0; k < p.kept; ++k)
-      for (index_t jbk = 0; jbk < jblocks; ++jbk) {
-        const index_t jb = jbk * outer_width, w = std::min(outer_width, p.ni - jb);
-        const index_t base = (k * jblocks + jbk) * rchunks;
-        for (index_t v = 0; v < w; ++v) {
-          max_sumexp_acc t;
-          for (index_t c = 0; c < rchunks; ++c) {
-            const std::size_t at = static_cast<std::size_t>((base + c) * outer_width + v);
-            t.merge(pm[at], ps[at]);
-          }
-          out[k * p.ni + jb + v] = t;
+    for (index_t base = 0; base < T.items; base += T.rchunks) {  // a tile's chunks, in order
+      const auto [k, jb, w, r0, r1] = T.at(p, base);
+      for (index_t v = 0; v < w; ++v) {
+        max_sumexp_acc t;
+        for (index_t c = 0; c < T.rchunks; ++c) {
+          const std::size_t at = static_cast<std::size_t>((base + c) * outer_width + v);
+          t.merge(pm[at], ps[at]);
         }
+        out[k * p.ni + jb + v] = t;
       }
+    }
 }
 
 }  // namespace evaluation

@@ -110,6 +110,67 @@ inline void merge_columns(column_moments& a, double na, const column_moments& b,
   }
 }
 
+/// The column tiles of a reduction along outer axes (Note [one-pass moments]), shared by
+/// run_moments and run_max_sumexp: tiles of up to `outer_width` outputs along the
+/// innermost kept dim; their rows in blocks that fit moment_tile_bytes, each block read
+/// twice while in cache; at most 16 chunks of rows per tile, so that their partial
+/// results stay few. A work item is one chunk of one tile of one kept index.
+struct column_tiles {
+  index_t rows, jblocks, block_rows, rows_per_chunk, rchunks, items;
+  column_tiles(const reduce_plan& p, index_t elem_bytes) {
+    rows = p.reduced;
+    jblocks = (p.ni + outer_width - 1) / outer_width;
+    const index_t tile = std::min(p.ni, outer_width);
+    block_rows = std::clamp<index_t>(moment_tile_bytes / (tile * elem_bytes), 4, outer_flush);
+    const index_t want = std::max({outer_flush, reduce_chunk / tile, (rows + 15) / 16});
+    rows_per_chunk = (want + block_rows - 1) / block_rows * block_rows;
+    rchunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+    items = p.kept * jblocks * rchunks;
+  }
+  bool split() const { return rchunks > 1; }
+  /// Work item `it`: kept index k, the tile's first column jb and width w, rows [r0, r1).
+  struct item {
+    index_t k, jb, w, r0, r1;
+  };
+  item at(const reduce_plan& p, index_t it) const {
+    const index_t jbk = (it / rchunks) % jblocks, c = it % rchunks;
+    const index_t jb = jbk * outer_width, r0 = c * rows_per_chunk;
+    return {it / (jblocks * rchunks), jb, std::min(outer_width, p.ni - jb), r0, std::min(rows, r0 + rows_per_chunk)};
+  }
+  /// Rows in chunk c of a tile.
+  index_t chunk_rows(index_t c) const { return std::min(rows, (c + 1) * rows_per_chunk) - c * rows_per_chunk; }
+};
+
+/// The inner loop of run_moments and run_max_sumexp (a plan without an outer kept dim):
+/// each output's reduced elements are rows of the last dim, cut into items of
+/// `reduce_chunk` elements. `row(ev, jb, je, acc)` takes the lanes [jb, je) of the current
+/// row into an Acc; the chunks of one output merge in item order (Acc::merge), so the
+/// result is the same on any thread count.
+template <class Acc, class Ev, class Row>
+void inner_items(const reduce_plan& p, const Ev& ev0, double work, Acc* out, Row row) {
+  const index_t chunks = (p.reduced + reduce_chunk - 1) / reduce_chunk;
+  const index_t items = p.kept * chunks;
+  std::vector<Acc> partial(chunks > 1 ? items : 0);
+  const index_t grain = chunks > 1 ? 1 : std::max<index_t>(1, reduce_chunk / p.reduced);
+  parallel::parallel_for(items, grain, 1, work, [&](index_t ib, index_t ie) {
+    Ev ev = ev0;
+    index_t idx[max_rank] = {};
+    for (index_t it = ib; it < ie; ++it) {
+      const index_t k = it / chunks, c = it % chunks;
+      Acc a;
+      for_each_segment(p, ev, idx, k, c, [&](index_t jb, index_t je) { row(ev, jb, je, a); });
+      if (chunks > 1) partial[it] = a;
+      else out[k] = a;
+    }
+  });
+  if (chunks > 1)
+    for (index_t k = 0; k < p.kept; ++k) {
+      Acc t;
+      for (index_t c = 0; c < chunks; ++c) t.merge(partial[k * chunks + c]);
+      out[k] = t;
+    }
+}
+
 namespace detail_moments {
 /// Lanes [jb, je) of the current row as blocks of `moment_block`, merged into s.
 template <mode M, class DL, class DF, class Ev>
@@ -227,51 +288,20 @@ void run_moments(const E& e, const reduce_plan& p, moment_sums* out) {
   if (p.reduced == 0) return;  // n = 0 everywhere
   const double work = static_cast<double>(outputs) * static_cast<double>(p.reduced) *
                       (2 * cost_per_element_v<E> + 3);
-  if (!p.outer) {
-    // Inner loop: each output's reduced elements are rows of the last dim.
-    const index_t chunks = (p.reduced + reduce_chunk - 1) / reduce_chunk;
-    const index_t items = p.kept * chunks;
-    std::vector<moment_sums> partial(chunks > 1 ? items : 0);
-    const index_t grain = chunks > 1 ? 1 : std::max<index_t>(1, reduce_chunk / p.reduced);
-    parallel::parallel_for(items, grain, 1, work, [&](index_t ib, index_t ie) {
-      evaluator<E> ev = ev0;
-      const DL dl;
-      const hn::Rebind<F, DL> df;
-      index_t idx[max_rank] = {};
-      for (index_t it = ib; it < ie; ++it) {
-        const index_t k = it / chunks, c = it % chunks;
-        moment_sums s;
-        for_each_segment(p, ev, idx, k, c, [&](index_t jb, index_t je) {
-          if (unit) detail_moments::row_moments<mode::unit>(dl, df, ev, jb, je, s);
-          else detail_moments::row_moments<mode::general>(dl, df, ev, jb, je, s);
-        });
-        if (chunks > 1) partial[it] = s;
-        else out[k] = s;
-      }
+  if (!p.outer) {  // each output's reduced elements are rows of the last dim
+    const DL dl;
+    const hn::Rebind<F, DL> df;
+    inner_items(p, ev0, work, out, [&](const evaluator<E>& ev, index_t jb, index_t je, moment_sums& s) {
+      if (unit) detail_moments::row_moments<mode::unit>(dl, df, ev, jb, je, s);
+      else detail_moments::row_moments<mode::general>(dl, df, ev, jb, je, s);
     });
-    if (chunks > 1)
-      for (index_t k = 0; k < p.kept; ++k) {
-        moment_sums t;
-        for (index_t c = 0; c < chunks; ++c) t.merge(partial[k * chunks + c]);
-        out[k] = t;
-      }
     return;
   }
-  // Outer loop: a tile of up to `outer_width` outputs along the innermost kept dim; its
-  // rows in blocks that fit moment_tile_bytes, each read twice (sum, then deviations);
-  // at most 16 chunks of rows per tile, so that their partial moments stay few.
-  const index_t rows = p.reduced;
-  const index_t jblocks = (p.ni + outer_width - 1) / outer_width;
-  const index_t tile = std::min(p.ni, outer_width);
-  const index_t block_rows =
-      std::clamp<index_t>(moment_tile_bytes / (tile * static_cast<index_t>(sizeof(F))), 4, outer_flush);
-  const index_t want = std::max({outer_flush, reduce_chunk / tile, (rows + 15) / 16});
-  const index_t rows_per_chunk = (want + block_rows - 1) / block_rows * block_rows;
-  const index_t rchunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-  const index_t items = p.kept * jblocks * rchunks;
-  const bool split = rchunks > 1;
-  std::unique_ptr<column_moments[]> partial(split ? new column_moments[static_cast<std::size_t>(items)] : nullptr);
-  parallel::parallel_for(items, 1, 1, work, [&](index_t ib, index_t ie) {
+  // Outer loop: column tiles, each block of rows read twice (sum, then deviations).
+  const column_tiles T(p, static_cast<index_t>(sizeof(F)));
+  const bool split = T.split();
+  std::unique_ptr<column_moments[]> partial(split ? new column_moments[static_cast<std::size_t>(T.items)] : nullptr);
+  parallel::parallel_for(T.items, 1, 1, work, [&](index_t ib, index_t ie) {
     evaluator<E> ev = ev0;
     const DL dl;
     const hn::Rebind<F, DL> df;
@@ -282,15 +312,12 @@ void run_moments(const E& e, const reduce_plan& p, moment_sums* out) {
     column_moments block, own;
     index_t idx[max_rank] = {};
     for (index_t it = ib; it < ie; ++it) {
-      const index_t k = it / (jblocks * rchunks);
-      const index_t jbk = (it / rchunks) % jblocks, c = it % rchunks;
-      const index_t jb = jbk * outer_width, w = std::min(outer_width, p.ni - jb);
-      const index_t r0 = c * rows_per_chunk, r1 = std::min(rows, r0 + rows_per_chunk);
+      const auto [k, jb, w, r0, r1] = T.at(p, it);
       decode(L, 0, p.nk, k, idx);
       column_moments& tot = split ? partial[static_cast<std::size_t>(it)] : own;
       double na = 0;
-      for (index_t rb = r0; rb < r1; rb += block_rows) {
-        const index_t re = std::min(r1, rb + block_rows);
+      for (index_t rb = r0; rb < r1; rb += T.block_rows) {
+        const index_t re = std::min(r1, rb + T.block_rows);
         const double nb = static_cast<double>(re - rb);
         if (unit) detail_moments::tile_block<mode::unit>(dl, df, ev, L, p, idx, jb, w, rb, re, acc, mean_b, sq, dev);
         else detail_moments::tile_block<mode::general>(dl, df, ev, L, p, idx, jb, w, rb, re, acc, mean_b, sq, dev);
@@ -309,20 +336,18 @@ void run_moments(const E& e, const reduce_plan& p, moment_sums* out) {
     }
   });
   if (split)
-    for (index_t k = 0; k < p.kept; ++k)
-      for (index_t jbk = 0; jbk < jblocks; ++jbk) {
-        const index_t jb = jbk * outer_width, w = std::min(outer_width, p.ni - jb);
-        const index_t base = (k * jblocks + jbk) * rchunks;
-        column_moments& tot = partial[static_cast<std::size_t>(base)];
-        double na = static_cast<double>(std::min(rows, rows_per_chunk));
-        for (index_t c = 1; c < rchunks; ++c) {
-          const double nb = static_cast<double>(std::min(rows, (c + 1) * rows_per_chunk) - c * rows_per_chunk);
-          merge_columns(tot, na, partial[static_cast<std::size_t>(base + c)], nb, w);
-          na += nb;
-        }
-        for (index_t v = 0; v < w; ++v)
-          out[k * p.ni + jb + v] = moment_sums{na, tot.k[v], tot.t[v], tot.m2[v], tot.plain[v]};
+    for (index_t base = 0; base < T.items; base += T.rchunks) {  // a tile's chunks, in order
+      const auto [k, jb, w, r0, r1] = T.at(p, base);
+      column_moments& tot = partial[static_cast<std::size_t>(base)];
+      double na = static_cast<double>(T.chunk_rows(0));
+      for (index_t c = 1; c < T.rchunks; ++c) {
+        const double nb = static_cast<double>(T.chunk_rows(c));
+        merge_columns(tot, na, partial[static_cast<std::size_t>(base + c)], nb, w);
+        na += nb;
       }
+      for (index_t v = 0; v < w; ++v)
+        out[k * p.ni + jb + v] = moment_sums{na, tot.k[v], tot.t[v], tot.m2[v], tot.plain[v]};
+    }
 }
 
 }  // namespace evaluation
