@@ -304,3 +304,17 @@ TEST_CASE("max_sumexp: 1, 2 and 3 threads give bitwise equal results; empty inpu
   CHECK(me.size() == 0);
   CHECK(se.size() == 0);
 }
+
+TEST_CASE("softmax along another axis from softmax_pair_min_bytes up (through max_sumexp)") {
+  const auto x = random_tensor<double>(Shape{600, 1000}, 17, -30, 30);  // 4.8 MB
+  REQUIRE(x.size() * static_cast<index_t>(sizeof(double)) >= dx::detail_softmax::softmax_pair_min_bytes);
+  const auto a0 = dx::softmax(x, 0);
+  const auto want = dx::eval(dx::softmax(x.transpose()).view().transpose());
+  for (index_t i = 0; i < x.size(); i += 37) CHECK(a0.data()[i] == doctest::Approx(want.data()[i]).epsilon(1e-13));
+  const auto l0 = dx::log_softmax(x, 0);
+  const auto lw = dx::eval(dx::log_softmax(x.transpose()).view().transpose());
+  for (index_t i = 0; i < x.size(); i += 37) CHECK(l0.data()[i] == doctest::Approx(lw.data()[i]).epsilon(1e-13));
+  const auto s0 = dx::logsumexp(x, 0);
+  const auto sw = dx::logsumexp(x.transpose(), -1);
+  for (index_t j = 0; j < 1000; ++j) CHECK(s0.at(j) == doctest::Approx(sw.at(j)).epsilon(1e-13));
+}

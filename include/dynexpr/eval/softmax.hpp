@@ -173,6 +173,18 @@ Tensor<F> finish_logsumexp(const Tensor<F>& m, const Tensor<F>& t, const Shape& 
   return out.view().reshape(rshape).copy();
 }
 
+/// max(x, axis) and sum(exp(x - max), axis), keepdims: from one read (dx::max_sumexp, Note
+/// [max and sum of exps together]) from softmax_pair_min_bytes up, else the two
+/// reductions, which cost less in cache.
+template <class F, class X>
+std::pair<Tensor<F>, Tensor<F>> max_and_sum_of_exps(const X& x, int axis) {
+  if (shape_size(x.shape()) * static_cast<index_t>(sizeof(F)) >= softmax_pair_min_bytes)
+    return dynexpr::max_sumexp(cast<F>(x), axis, true);
+  auto m = dynexpr::max(cast<F>(x), axis, true);
+  auto t = dynexpr::sum(dynexpr::exp(cast<F>(x) - m), axis, true);
+  return {std::move(m), std::move(t)};
+}
+
 template <want W, class X>
 auto along(const X& x, int axis, bool keepdims) {
   using F = float_result_t<typename X::value_type>;
@@ -184,16 +196,8 @@ auto along(const X& x, int axis, bool keepdims) {
   for (int i = 0; i < nd; ++i)
     if (i != axis) rshape.push_back(s[i]);
     else if (keepdims) rshape.push_back(1);
-  if (axis != nd - 1 && shape_size(s) * static_cast<index_t>(sizeof(F)) < softmax_pair_min_bytes) {
-    // another axis, in cache: the three reductions (they cost less than the pair there)
-    auto m = dynexpr::max(cast<F>(x), axis, true);
-    auto t = dynexpr::sum(dynexpr::exp(cast<F>(x) - m), axis, true);
-    if constexpr (W == want::softmax) return dynexpr::eval(dynexpr::exp(cast<F>(x) - m) / t);
-    else if constexpr (W == want::log_softmax) return dynexpr::eval(cast<F>(x) - m - dynexpr::log(t));
-    else return finish_logsumexp(m, t, rshape);
-  }
-  if (axis != nd - 1) {  // another axis: max and sum of exps in one read, then the output
-    auto [m, t] = dynexpr::max_sumexp(cast<F>(x), axis, true);  // Note [max and sum of exps together]
+  if (axis != nd - 1) {  // another axis: max and sum of exps, then the output
+    auto [m, t] = max_and_sum_of_exps<F>(x, axis);
     if constexpr (W == want::softmax) {
       return dynexpr::eval(dynexpr::exp(cast<F>(x) - m) / t);
     } else if constexpr (W == want::log_softmax) {
