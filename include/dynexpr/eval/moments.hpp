@@ -225,7 +225,9 @@ DYNEXPR_INLINE void row_moments(DL dl, DF df, const Ev& ev, index_t jb, index_t 
     }
     const double sq = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3))));
     const double dev = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(d0, d1), hn::Add(d2, d3))));
-    s.merge(nb, static_cast<double>(hn::GetLane(mb)), dev, sq - dev * dev / nb, sumb);
+    // S(d)² <= n·S(d²), so M2 >= 0; a rounding below 0 (constant data about an inexact
+    // shift) would make std NaN where NumPy gives 0.
+    s.merge(nb, static_cast<double>(hn::GetLane(mb)), dev, std::max(0.0, sq - dev * dev / nb), sumb);
   }
 }
 
@@ -325,7 +327,8 @@ void run_moments(const E& e, const reduce_plan& p, moment_sums* out) {
         for (index_t v = 0; v < w; ++v) {
           const double dv = dev[v];
           block.k[v] = mean_b[v], block.t[v] = dv, block.plain[v] = acc[v];
-          block.m2[v] = static_cast<double>(sq[v]) - dv * dv * inv_nb;
+          // S(d)² <= n·S(d²): a rounding below 0 would make std NaN (row_moments)
+          block.m2[v] = std::max(0.0, static_cast<double>(sq[v]) - dv * dv * inv_nb);
         }
         merge_columns(tot, na, block, nb, w);
         na += nb;
