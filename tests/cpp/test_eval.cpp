@@ -341,6 +341,69 @@ TEST_CASE_TEMPLATE("eval: every kind of broadcasting", T, DX_NUMERIC_DTYPES) {
   expect_elements(big, Shape{4, 5, 6}, [&](const auto&) { return T(7); });
 }
 
+TEST_CASE_TEMPLATE("eval: short rows against a repeated row (Note [short rows])", T,
+                   DX_NUMERIC_DTYPES) {
+  // (rows, inner) against a row of `inner` elements repeated along the rows, a scalar and a
+  // column: the super-row loop for the first three, plain rows for the column and for the
+  // rows left over; row counts that leave a remainder, and enough elements for the pool.
+  const index_t inners[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 33, 48, 63, 64, 65, 100, 127,
+                            255, 256, 300};
+  for (const index_t inner : inners) {
+    for (const index_t rows : {index_t{1}, index_t{3}, index_t{37}, index_t{1001},
+                               200003 / inner + 1}) {
+      CAPTURE(inner);
+      CAPTURE(rows);
+      const Shape shape{rows, inner};
+      const auto x = random<T>(shape, 61);
+      const auto w = random<T>(Shape{inner}, 62);
+      const auto w2 = random<T>(Shape{1, inner}, 63);
+      const auto col = random<T>(Shape{rows, 1}, 64);
+      expect_elements(dx::eval(x * 2 + w), shape, [&](const auto& i) {
+        return mul_add(at_b(x, i), T(2), at_b(w, i));
+      });
+      expect_elements(dx::eval(w2 - x + 3), shape, [&](const auto& i) {
+        return static_cast<T>(static_cast<T>(at_b(w2, i) - at_b(x, i)) + T(3));
+      });
+      expect_elements(dx::eval(dx::where(x > w, x - w, w2)), shape, [&](const auto& i) {
+        return at_b(x, i) > at_b(w, i) ? static_cast<T>(at_b(x, i) - at_b(w, i)) : at_b(w2, i);
+      });
+      expect_elements(dx::eval(x - w + col), shape, [&](const auto& i) {
+        return static_cast<T>(static_cast<T>(at_b(x, i) - at_b(w, i)) + at_b(col, i));
+      });
+      // into an existing contiguous tensor, and into every other column of a wider one
+      dx::Tensor<T> out(shape);
+      dx::assign(out, w - x);
+      expect_elements(out, shape, [&](const auto& i) {
+        return static_cast<T>(at_b(w, i) - at_b(x, i));
+      });
+      dx::Tensor<T> wide(Shape{rows, 2 * inner}, T(0));
+      dx::assign(wide.slice(dx::colon, dx::slice(dx::none, dx::none, 2)), x + w);
+      expect_elements(wide.slice(dx::colon, dx::slice(dx::none, dx::none, 2)), shape,
+                      [&](const auto& i) { return static_cast<T>(at_b(x, i) + at_b(w, i)); });
+    }
+  }
+}
+
+TEST_CASE("eval: short rows give the same bits on 1, 2 and 3 threads") {
+  thread_count_guard guard;
+  const auto x = random<float>(Shape{300001, 8}, 65);
+  const auto c = random<float>(Shape{1, 8}, 66), s = random<float>(Shape{8}, 67);
+  auto f = [&] { return dx::eval(dx::exp(x - c) / (s * s + 1.f)); };
+  dx::parallel::set_num_threads(1);
+  const auto r1 = f();
+  dx::parallel::set_num_threads(2);
+  const auto r2 = f();
+  dx::parallel::set_num_threads(3);
+  const auto r3 = f();
+  CHECK(bitwise_equal(r1, r2));
+  CHECK(bitwise_equal(r1, r3));
+  for (index_t i = 0; i < 300001; i += 997)
+    for (index_t j = 0; j < 8; ++j) {
+      const double want = std::exp(double(x.at(i, j)) - c.at(0, j)) / (double(s.at(j)) * s.at(j) + 1);
+      CHECK(std::abs(r1.at(i, j) - want) <= 1e-5 * std::abs(want));
+    }
+}
+
 TEST_CASE("eval: a broadcast mismatch names both shapes") {
   dx::Tensor<float> a(Shape{3, 4}), b(Shape{5}), c(Shape{4, 3});
   {

@@ -458,6 +458,67 @@ TEST_CASE_TEMPLATE("reductions: ranks 1..4, every axis set, every layout", T, DX
   check_all_reductions<T>(s0.view(), "rank 0");
 }
 
+TEST_CASE_TEMPLATE("reductions: column reductions of short rows (Note [short rows])", T,
+                   DX_ALL_DTYPES) {
+  // Few columns and enough rows for the super-row loop, with rows left over; every axis
+  // set and layout (the contiguous ones take the super rows, the others plain rows).
+  const Shape shapes[] = {Shape{1001, 3}, Shape{300, 8}, Shape{517, 16}, Shape{3, 345, 5},
+                          Shape{260, 33}};
+  std::deque<dx::Tensor<T>> keep;
+  unsigned seed = 300;
+  for (const Shape& s : shapes) {
+    for (const auto& [name, v] : layouts_of<T>(s, seed += 4, keep)) check_all_reductions<T>(v, name);
+  }
+}
+
+TEST_CASE_TEMPLATE("reductions: fused column reductions of short rows", T, float, double) {
+  const ld rel = std::is_same_v<T, float> ? 2e-6L : 1e-14L;
+  for (const index_t ni : {index_t{3}, index_t{8}, index_t{12}, index_t{100}}) {
+    for (const index_t rows : {index_t{600}, index_t{20011}}) {
+      CAPTURE(ni);
+      CAPTURE(rows);
+      const auto x = uniform_tensor<T>(Shape{rows, ni}, 71, -2, 2);
+      const auto c = uniform_tensor<T>(Shape{1, ni}, 72, -1, 1);
+      // a repeated row and a scalar in the input, a column sum and a column max
+      const auto s = dx::sum((x - c) * (x - c) + T(1), 0);
+      const auto m = dx::max(dx::abs(x - c), 0, true);
+      REQUIRE(s.shape() == Shape{ni});
+      REQUIRE(m.shape() == Shape{1, ni});
+      for (index_t j = 0; j < ni; ++j) {
+        ld want = 0, bound = 0;
+        T mx = -std::numeric_limits<T>::infinity();
+        for (index_t i = 0; i < rows; ++i) {
+          const T d = static_cast<T>(x.at(i, j) - c.at(0, j));
+          want += static_cast<ld>(d) * d + 1;
+          bound += static_cast<ld>(d) * d + 1;
+          mx = std::max(mx, static_cast<T>(std::abs(d)));
+        }
+        CHECK(std::fabs(s.at(j) - want) <= rel * 4 * bound);
+        CHECK(m.at(0, j) == mx);
+      }
+      // kept dims in front: a centre per batch repeats along the rows but moves with the
+      // batch (plain rows), a shared one does not (super rows)
+      const auto b = uniform_tensor<T>(Shape{3, rows / 3, ni}, 73, -2, 2);
+      const auto per = uniform_tensor<T>(Shape{3, 1, ni}, 74, -1, 1);
+      const auto shared = uniform_tensor<T>(Shape{1, 1, ni}, 75, -1, 1);
+      for (const dx::Tensor<T>* centre : {&per, &shared}) {
+        const auto r = dx::sum(b - *centre, 1);
+        REQUIRE(r.shape() == Shape{3, ni});
+        for (index_t k = 0; k < 3; ++k)
+          for (index_t j = 0; j < ni; ++j) {
+            ld want = 0, bound = 0;
+            for (index_t i = 0; i < rows / 3; ++i) {
+              const T d = static_cast<T>(b.at(k, i, j) - centre->at(centre->shape()[0] == 1 ? 0 : k, 0, j));
+              want += d;
+              bound += std::fabs(static_cast<ld>(d));
+            }
+            CHECK(std::fabs(r.at(k, j) - want) <= rel * 4 * bound + rel);
+          }
+      }
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE("reductions: result dtypes", T, DX_ALL_DTYPES) {
   using I = std::conditional_t<std::is_floating_point_v<T>, T, std::int64_t>;
   using F = dx::float_result_t<T>;

@@ -178,6 +178,18 @@ DYNEXPR_INLINE hn::Mask<DM> mask_as(const Child& c, DL dl, DM dm, index_t j) {
   }
 }
 
+/// Calls f(view_evaluator<T>&) on every leaf of an evaluator tree that reads a view, in
+/// leaf order (scalars are skipped): how a loop re-plans its rows after the evaluators are
+/// built (Note [short rows] in eval/assign.hpp).
+template <class Ev, class F>
+void for_each_view(Ev& ev, F&& f) {
+  if constexpr (requires { ev.args_; }) {
+    for_each_operand(ev.args_, [&](auto& a) { for_each_view(a, f); });
+  } else if constexpr (requires { ev.base_; }) {
+    f(static_cast<view_evaluator<typename Ev::value_type>&>(ev));
+  }
+}
+
 // ------------------------------------------------------------------------- map nodes
 template <class Op, class... A>
 struct map_evaluator_base {

@@ -281,63 +281,117 @@ void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E
     return;
   }
   // Outer loop: outputs along the innermost kept dim accumulate across reduced rows.
-  const index_t rows = p.reduced;
-  const index_t jblocks = (p.ni + outer_width - 1) / outer_width;
-  const index_t rows_per_chunk = std::max<index_t>(outer_flush, reduce_chunk / std::min(p.ni, outer_width));
-  const index_t rchunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-  const index_t items = p.kept * jblocks * rchunks;
-  std::vector<total_t> partial(rchunks > 1 ? static_cast<std::size_t>(items) * outer_width : 0);
-  parallel::parallel_for(items, 1, 1, work, [&](index_t ib, index_t ie) {
-    evaluator<E> ev = ev0;
-    const DL dl;
-    const hn::Rebind<lane_t, DL> da;
-    const index_t n = static_cast<index_t>(hn::Lanes(da));
-    alignas(64) lane_t acc[outer_width];
-    total_t tot[outer_width];
-    index_t idx[max_rank] = {};
-    for (index_t it = ib; it < ie; ++it) {
-      const index_t k = it / (jblocks * rchunks);
-      const index_t jbk = (it / rchunks) % jblocks, c = it % rchunks;
-      const index_t jb = jbk * outer_width, w = std::min(outer_width, p.ni - jb);
-      const index_t r0 = c * rows_per_chunk, r1 = std::min(rows, r0 + rows_per_chunk);
-      std::fill(tot, tot + w, static_cast<total_t>(R::identity()));
-      decode(L, 0, p.nk, k, idx);
-      for (index_t rb = r0; rb < r1; rb += outer_flush) {
-        std::fill(acc, acc + outer_width, R::identity());
-        for (index_t r = rb, re = std::min(r1, rb + outer_flush); r < re; ++r) {
-          decode(L, p.nk, p.nr, r, idx);
-          ev.seek(idx);
-          index_t v = 0;
-          for (; v + n <= w; v += n) {
-            const auto x = unit ? R::template read<mode::unit>(ev, dl, da, jb + v)
-                                : R::template read<mode::general>(ev, dl, da, jb + v);
-            hn::Store(R::combine(da, hn::Load(da, acc + v), x), da, acc + v);
+  // totals(k, j, t) receives the total of column j (of ni) for kept index k; rows
+  // [0, rows) of the reduced dims are walked with evs, seeked through L.
+  auto outer_loop = [&](const evaluator<E>& evs, const bool unit_rows, index_t rows, index_t ni,
+                        auto&& totals) {
+    const index_t jblocks = (ni + outer_width - 1) / outer_width;
+    const index_t rows_per_chunk = std::max<index_t>(outer_flush, reduce_chunk / std::min(ni, outer_width));
+    const index_t rchunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+    const index_t items = p.kept * jblocks * rchunks;
+    std::vector<total_t> partial(rchunks > 1 ? static_cast<std::size_t>(items) * outer_width : 0);
+    parallel::parallel_for(items, 1, 1, work, [&](index_t ib, index_t ie) {
+      evaluator<E> ev = evs;
+      const DL dl;
+      const hn::Rebind<lane_t, DL> da;
+      const index_t n = static_cast<index_t>(hn::Lanes(da));
+      alignas(64) lane_t acc[outer_width];
+      total_t tot[outer_width];
+      index_t idx[max_rank] = {};
+      for (index_t it = ib; it < ie; ++it) {
+        const index_t k = it / (jblocks * rchunks);
+        const index_t jbk = (it / rchunks) % jblocks, c = it % rchunks;
+        const index_t jb = jbk * outer_width, w = std::min(outer_width, ni - jb);
+        const index_t r0 = c * rows_per_chunk, r1 = std::min(rows, r0 + rows_per_chunk);
+        std::fill(tot, tot + w, static_cast<total_t>(R::identity()));
+        decode(L, 0, p.nk, k, idx);
+        for (index_t rb = r0; rb < r1; rb += outer_flush) {
+          std::fill(acc, acc + outer_width, R::identity());
+          for (index_t r = rb, re = std::min(r1, rb + outer_flush); r < re; ++r) {
+            decode(L, p.nk, p.nr, r, idx);
+            ev.seek(idx);
+            index_t v = 0;
+            for (; v + n <= w; v += n) {
+              const auto x = unit_rows ? R::template read<mode::unit>(ev, dl, da, jb + v)
+                                       : R::template read<mode::general>(ev, dl, da, jb + v);
+              hn::Store(R::combine(da, hn::Load(da, acc + v), x), da, acc + v);
+            }
+            if (v < w) {
+              const auto x = R::template read<mode::tail>(ev, dl, da, jb + v);
+              const auto m = hn::FirstN(da, static_cast<std::size_t>(w - v));
+              hn::Store(R::combine(da, hn::Load(da, acc + v), hn::IfThenElse(m, x, hn::Set(da, R::identity()))), da, acc + v);
+            }
           }
-          if (v < w) {
-            const auto x = R::template read<mode::tail>(ev, dl, da, jb + v);
-            const auto m = hn::FirstN(da, static_cast<std::size_t>(w - v));
-            hn::Store(R::combine(da, hn::Load(da, acc + v), hn::IfThenElse(m, x, hn::Set(da, R::identity()))), da, acc + v);
+          for (index_t v = 0; v < w; ++v) tot[v] = R::combine_total(tot[v], static_cast<total_t>(acc[v]));
+        }
+        if (rchunks > 1) std::copy(tot, tot + w, partial.begin() + it * outer_width);
+        else
+          for (index_t v = 0; v < w; ++v) totals(k, jb + v, tot[v]);
+      }
+    });
+    if (rchunks > 1)
+      for (index_t k = 0; k < p.kept; ++k)
+        for (index_t jbk = 0; jbk < jblocks; ++jbk) {
+          const index_t jb = jbk * outer_width, w = std::min(outer_width, ni - jb);
+          const index_t base = (k * jblocks + jbk) * rchunks;
+          for (index_t v = 0; v < w; ++v) {
+            total_t t = partial[base * outer_width + v];
+            for (index_t c = 1; c < rchunks; ++c) t = R::combine_total(t, partial[(base + c) * outer_width + v]);
+            totals(k, jb + v, t);
           }
         }
-        for (index_t v = 0; v < w; ++v) tot[v] = R::combine_total(tot[v], static_cast<total_t>(acc[v]));
+  };
+
+  // Note [short rows] (eval/assign.hpp) for reductions: columns of a few outputs (a
+  // column sum of an (n, 3) array) accumulate super-rows of q = sp / ni reduced rows,
+  // sp lanes wide, folded into the ni columns at the end (lane v into column v % ni, in
+  // order); the rows left over (fewer than q) are added as plain rows.
+  const index_t lanes = static_cast<index_t>(hn::Lanes(DL()));
+  if (const index_t sp = p.nr == 1 && p.ni < outer_width ? short_row_period(p.ni, p.reduced, lanes) : 0;
+      sp != 0 && sp <= outer_width) {
+    evaluator<E> ev1 = ev0;
+    std::vector<unsigned char> tiles;
+    if (retile_rows(ev1, p.nk, p.ni, sp, tiles)) {
+      const index_t q = sp / p.ni, supers = p.reduced / q;
+      std::vector<total_t> lane_totals(static_cast<std::size_t>(p.kept * sp));
+      outer_loop(ev1, true, supers, sp,
+                 [&](index_t k, index_t j, total_t t) { lane_totals[k * sp + j] = t; });
+      std::vector<total_t> col(static_cast<std::size_t>(p.kept * p.ni),
+                               static_cast<total_t>(R::identity()));
+      for (index_t k = 0; k < p.kept; ++k)
+        for (index_t v = 0; v < sp; ++v)
+          col[k * p.ni + v % p.ni] = R::combine_total(col[k * p.ni + v % p.ni], lane_totals[k * sp + v]);
+      // The rows left over: a reduction of their own, over rows [supers * q, reduced).
+      if (const index_t left = p.reduced - supers * q; left > 0) {
+        evaluator<E> ev = ev0;
+        const DL dl;
+        const hn::Rebind<lane_t, DL> da;
+        const index_t n = static_cast<index_t>(hn::Lanes(da));
+        alignas(64) lane_t buf[outer_width];
+        index_t idx[max_rank] = {};
+        for (index_t k = 0; k < p.kept; ++k) {
+          decode(L, 0, p.nk, k, idx);
+          for (index_t r = supers * q; r < p.reduced; ++r) {
+            decode(L, p.nk, p.nr, r, idx);
+            ev.seek(idx);
+            for (index_t v = 0; v < p.ni; v += n) {
+              const auto m = hn::FirstN(da, static_cast<std::size_t>(std::min(n, p.ni - v)));
+              hn::Store(hn::IfThenElse(m, R::template read<mode::tail>(ev, dl, da, v),
+                                       hn::Set(da, R::identity())),
+                        da, buf + v);
+            }
+            for (index_t v = 0; v < p.ni; ++v)
+              col[k * p.ni + v] = R::combine_total(col[k * p.ni + v], static_cast<total_t>(buf[v]));
+          }
+        }
       }
-      if (rchunks > 1) std::copy(tot, tot + w, partial.begin() + it * outer_width);
-      else
-        for (index_t v = 0; v < w; ++v) out[k * p.ni + jb + v] = R::finish(tot[v]);
+      for (index_t i = 0; i < p.kept * p.ni; ++i) out[i] = R::finish(col[i]);
+      return;
     }
-    (void)nseek;
-  });
-  if (rchunks > 1)
-    for (index_t k = 0; k < p.kept; ++k)
-      for (index_t jbk = 0; jbk < jblocks; ++jbk) {
-        const index_t jb = jbk * outer_width, w = std::min(outer_width, p.ni - jb);
-        const index_t base = (k * jblocks + jbk) * rchunks;
-        for (index_t v = 0; v < w; ++v) {
-          total_t t = partial[base * outer_width + v];
-          for (index_t c = 1; c < rchunks; ++c) t = R::combine_total(t, partial[(base + c) * outer_width + v]);
-          out[k * p.ni + jb + v] = R::finish(t);
-        }
-      }
+  }
+  outer_loop(ev0, unit, p.reduced, p.ni,
+             [&](index_t k, index_t j, total_t t) { out[k * p.ni + j] = R::finish(t); });
+  (void)nseek;
 }
 
 /// Which axes a call reduces: all, one, or a list (negative axes count from the end).

@@ -1,0 +1,78 @@
+"""Arrays with a few columns: (n, 3) points, (n, 8) features. Their arithmetic against a
+row repeated along the rows, and their column reductions, run as super-rows (Note
+[short rows] in include/dynexpr/eval/assign.hpp and reduce.hpp); these are written as a
+scientist writes them, and every result is compared with plain NumPy (values, dtype,
+shape), at sizes past the super-row threshold, with rows left over."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dynexpr._native", reason="the native extension is not built")
+
+import dynexpr
+
+from compare import assert_matches_plain
+
+RNG = np.random.default_rng(23)
+
+
+def centre_and_scale(points):
+    # centred point cloud scaled to unit RMS radius per axis
+    c = points - points.mean(axis=0)
+    return c / np.sqrt((c * c).mean(axis=0))
+
+
+def weighted_features(x, w, b):
+    return np.tanh(x * w + b)
+
+
+def bounding_box(points):
+    return points.min(axis=0), points.max(axis=0), np.abs(points).sum(axis=0)
+
+
+def column_softmax(x):
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+def masked_offsets(x, lo):
+    return np.where(x > lo, x - lo, 0.0 * x), (x > lo).sum(axis=0)
+
+
+SHAPES = [(1001, 3), (20011, 3), (30000, 8), (4097, 5), (777, 12), (3000, 100)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_point_clouds_and_features(dtype, shape):
+    x = (RNG.standard_normal(shape) * 3 + 1).astype(dtype)
+    w = RNG.uniform(0.5, 2.0, shape[1]).astype(dtype)
+    b = RNG.standard_normal((1, shape[1])).astype(dtype)
+    for fn, args in ((centre_and_scale, (x,)), (weighted_features, (x, w, b)),
+                     (bounding_box, (x,)), (column_softmax, (x,)), (masked_offsets, (x, b))):
+        f = dynexpr.capture(fn)
+        assert_matches_plain(fn, args, f)
+        assert_matches_plain(fn, args, f)  # the compiled entry again
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_integer_columns(dtype):
+    x = RNG.integers(0, 100, (5003, 3)).astype(dtype)
+    off = np.array([1, 2, 3], dtype)
+
+    def fn(x, off):
+        return x * 2 + off, (x - off).sum(axis=0), x.max(axis=0)
+
+    assert_matches_plain(fn, (x, off), dynexpr.capture(fn))
+
+
+def test_a_batch_of_point_sets_with_a_centre_each():
+    # (batch, n, 3) against a (batch, 1, 3) centre: the centre moves with the batch, so
+    # no tile stands for every row; the plain row loop answers.
+    pts = RNG.standard_normal((6, 5000, 3))
+
+    def fn(p):
+        c = p.mean(axis=1, keepdims=True)
+        return ((p - c) ** 2).sum(axis=1), p - c
+
+    assert_matches_plain(fn, (pts,), dynexpr.capture(fn))
