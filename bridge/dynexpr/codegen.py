@@ -493,8 +493,9 @@ class _Unit:
         call = ", ".join([f"l{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
         pad = ", ".join([f"t{n}" for n in range(len(leaves))] + [f"s{n}" for n in range(len(scalars))])
         sep = ", " if call else ""
+        cost = sum(manifest.OPS[u.op]["cost"] for u in order)
         self.direct_fns += fn + [
-            *_direct_head(k, T, fields, unpack, "b, e"),
+            *_direct_head(k, T, fields, unpack, "b, e", narrow=cost <= NARROW_COST),
             "  dx::index_t i = b;",
             f"  for (; i + N <= e; i += N) hn::StoreU({k}_at(d, {call}{sep}i), d, out + i);",
             "  if (i < e) {  // the last partial vector, padded with a real element",
@@ -507,8 +508,7 @@ class _Unit:
             "}",
             "",
         ]
-        self._direct_call(k, dest, leaves, rowvals, scalars, f"{dest}.size()", None,
-                          sum(manifest.OPS[u.op]["cost"] for u in order))
+        self._direct_call(k, dest, leaves, rowvals, scalars, f"{dest}.size()", None, cost)
         return True
 
     def _direct_rows(self, v: ir.Value, dest: str, order, leaves, rowvals, scalars) -> None:
@@ -1028,19 +1028,36 @@ def _runner(units: str, row_len: int | None, cost: int) -> str:
             else f"run_rows({units}, {row_len}, {cost}")
 
 
-def _direct_head(k: str, T: str, fields: list, unpack: list, params: str) -> list[str]:
+# Note [narrow vectors for cheap loops]
+# A flat direct loop of cheap ops (total cost <= NARROW_COST: a few adds and multiplies)
+# moves two or three bytes of memory per flop, so its speed is that of the memory it runs
+# from. Measured on the 2-core AVX-512 machine (Highway AVX3_DL, g++ -O2), y = affine(x)
+# over float64, per call, 512-bit against 256-bit vectors: 0.26 vs 0.39 us at 2K
+# elements (in L1), 3.60 vs 2.62 us at 16K and 7.2 vs 5.2 us at 32K (in L2: 1.38x for
+# 256 bits), the same from DRAM; with 16 FMAs per element 512 bits won at every size
+# (1.5-2x). So a cheap flat loop uses at most 256-bit vectors (hn::CappedTag: the full
+# vector on AVX2 and narrower targets), as GCC's and LLVM's own vectorisers prefer on
+# AVX-512 machines; costlier loops keep the full width. Results are the same bits: the
+# same op bodies lane by lane.
+NARROW_COST = 8
+
+
+def _direct_head(k: str, T: str, fields: list, unpack: list, params: str,
+                 narrow: bool = False) -> list[str]:
     """A direct loop's argument struct and the head of its function, up to the loop:
     `static void k(void* ctx, dx::index_t P0, dx::index_t P1)` with `params` "P0, P1"
     (elements b, e of a flat loop; rows r0, r1 of a row loop), its arguments unpacked,
-    `out`, the tag `d` and its lane count `N`."""
+    `out`, the tag `d` (at most 256 bits when `narrow`: Note [narrow vectors for cheap
+    loops]) and its lane count `N`."""
     p0, p1 = params.split(", ")
+    tag = f"hn::CappedTag<{T}, 32 / sizeof({T})>" if narrow else f"hn::ScalableTag<{T}>"
     return [
         f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
         f"static void {k}(void* ctx, dx::index_t {p0}, dx::index_t {p1}) {{",
         f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
         *unpack,
         f"  {T}* __restrict__ out = a.out;",
-        f"  const hn::ScalableTag<{T}> d;",
+        f"  const {tag} d;",
         "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
     ]
 

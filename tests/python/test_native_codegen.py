@@ -194,3 +194,21 @@ def test_every_op_capture_emits_has_a_dx_spelling():
     named = set(re.findall(r"X\((\w+), \w+\)", listed))
     missing = [n for n in np_ops.OP_TABLE_OPS if n != "where" and n not in named]
     assert not missing, f"ops without a dx:: function: {missing}"
+
+
+def test_cheap_flat_loops_use_at_most_256_bit_vectors():
+    # Note [narrow vectors for cheap loops]: a few adds and multiplies per element run
+    # at the speed of memory, where 256-bit vectors measured faster in L2 on AVX-512;
+    # a loop of costlier ops keeps the full width.
+    b = GraphBuilder(np.zeros(1000, np.float64))
+    (x,) = b.x
+    b.output(b.ufunc("add", b.ufunc("multiply", x, 1.5), 0.5))
+    cheap = codegen.generate(schedule(b.graph))
+    assert "hn::CappedTag<double, 32 / sizeof(double)> d;" in cheap
+    assert "hn::ScalableTag<double> d;" not in cheap
+    b = GraphBuilder(np.zeros(1000, np.float32))
+    (x,) = b.x
+    b.output(b.ufunc("tanh", b.ufunc("exp", b.ufunc("multiply", x, 1.5))))
+    costly = codegen.generate(schedule(b.graph))
+    assert "hn::ScalableTag<float> d;" in costly
+    assert "CappedTag" not in costly
