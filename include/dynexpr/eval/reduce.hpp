@@ -282,15 +282,17 @@ void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E
   }
   // Outer loop: outputs along the innermost kept dim accumulate across reduced rows.
   // totals(k, j, t) receives the total of column j (of ni) for kept index k; rows
-  // [0, rows) of the reduced dims are walked with evs, seeked through L.
-  auto outer_loop = [&](const evaluator<E>& evs, const bool unit_rows, index_t rows, index_t ni,
-                        auto&& totals) {
+  // [rb0, re0) of the reduced dims are walked with evs, seeked through L.
+  auto outer_loop = [&](const evaluator<E>& evs, const bool unit_rows, index_t rb0, index_t re0,
+                        index_t ni, auto&& totals) {
+    const index_t rows = re0 - rb0;
+    const double range_work = static_cast<double>(p.kept * rows * ni) * (cost_per_element_v<E> + 1);
     const index_t jblocks = (ni + outer_width - 1) / outer_width;
     const index_t rows_per_chunk = std::max<index_t>(outer_flush, reduce_chunk / std::min(ni, outer_width));
     const index_t rchunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
     const index_t items = p.kept * jblocks * rchunks;
     std::vector<total_t> partial(rchunks > 1 ? static_cast<std::size_t>(items) * outer_width : 0);
-    parallel::parallel_for(items, 1, 1, work, [&](index_t ib, index_t ie) {
+    parallel::parallel_for(items, 1, 1, range_work, [&](index_t ib, index_t ie) {
       evaluator<E> ev = evs;
       const DL dl;
       const hn::Rebind<lane_t, DL> da;
@@ -302,7 +304,7 @@ void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E
         const index_t k = it / (jblocks * rchunks);
         const index_t jbk = (it / rchunks) % jblocks, c = it % rchunks;
         const index_t jb = jbk * outer_width, w = std::min(outer_width, ni - jb);
-        const index_t r0 = c * rows_per_chunk, r1 = std::min(rows, r0 + rows_per_chunk);
+        const index_t r0 = rb0 + c * rows_per_chunk, r1 = std::min(re0, r0 + rows_per_chunk);
         std::fill(tot, tot + w, static_cast<total_t>(R::identity()));
         decode(L, 0, p.nk, k, idx);
         for (index_t rb = r0; rb < r1; rb += outer_flush) {
@@ -354,42 +356,23 @@ void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E
     if (retile_rows(ev1, p.nk, p.ni, sp, tiles)) {
       const index_t q = sp / p.ni, supers = p.reduced / q;
       std::vector<total_t> lane_totals(static_cast<std::size_t>(p.kept * sp));
-      outer_loop(ev1, true, supers, sp,
+      outer_loop(ev1, true, 0, supers, sp,
                  [&](index_t k, index_t j, total_t t) { lane_totals[k * sp + j] = t; });
       std::vector<total_t> col(static_cast<std::size_t>(p.kept * p.ni),
                                static_cast<total_t>(R::identity()));
       for (index_t k = 0; k < p.kept; ++k)
         for (index_t v = 0; v < sp; ++v)
           col[k * p.ni + v % p.ni] = R::combine_total(col[k * p.ni + v % p.ni], lane_totals[k * sp + v]);
-      // The rows left over: a reduction of their own, over rows [supers * q, reduced).
-      if (const index_t left = p.reduced - supers * q; left > 0) {
-        evaluator<E> ev = ev0;
-        const DL dl;
-        const hn::Rebind<lane_t, DL> da;
-        const index_t n = static_cast<index_t>(hn::Lanes(da));
-        alignas(64) lane_t buf[outer_width];
-        index_t idx[max_rank] = {};
-        for (index_t k = 0; k < p.kept; ++k) {
-          decode(L, 0, p.nk, k, idx);
-          for (index_t r = supers * q; r < p.reduced; ++r) {
-            decode(L, p.nk, p.nr, r, idx);
-            ev.seek(idx);
-            for (index_t v = 0; v < p.ni; v += n) {
-              const auto m = hn::FirstN(da, static_cast<std::size_t>(std::min(n, p.ni - v)));
-              hn::Store(hn::IfThenElse(m, R::template read<mode::tail>(ev, dl, da, v),
-                                       hn::Set(da, R::identity())),
-                        da, buf + v);
-            }
-            for (index_t v = 0; v < p.ni; ++v)
-              col[k * p.ni + v] = R::combine_total(col[k * p.ni + v], static_cast<total_t>(buf[v]));
-          }
-        }
-      }
+      // The rows left over (fewer than q) as plain rows, added after the super-rows.
+      if (supers * q < p.reduced)
+        outer_loop(ev0, unit, supers * q, p.reduced, p.ni, [&](index_t k, index_t j, total_t t) {
+          col[k * p.ni + j] = R::combine_total(col[k * p.ni + j], t);
+        });
       for (index_t i = 0; i < p.kept * p.ni; ++i) out[i] = R::finish(col[i]);
       return;
     }
   }
-  outer_loop(ev0, unit, p.reduced, p.ni,
+  outer_loop(ev0, unit, 0, p.reduced, p.ni,
              [&](index_t k, index_t j, total_t t) { out[k * p.ni + j] = R::finish(t); });
   (void)nseek;
 }
