@@ -153,3 +153,43 @@ TEST_CASE_TEMPLATE("eval: integer division by zero raises NumPy's flag", T, std:
     CHECK(q.data()[0] == std::numeric_limits<T>::min());
   }
 }
+
+TEST_CASE("reductions: column tiles compute no stale padding lanes; a constant column's spread is 0") {
+  // Columns fewer than a vector: the last vector's lanes past the columns were computed
+  // from stale scratch and masked off (an exp of x less a stale max overflowed), and a
+  // constant column's M2 was a rounding (1e-62) that underflowed as float32 (Note [a
+  // constant column's spread is 0] in eval/moments.hpp). 2.4 MB and more: dx::softmax
+  // along axis 0 takes dx::max_sumexp's column tiles.
+  par::set_num_threads(2);
+  auto wave = [](index_t rows, index_t cols, double shift) {
+    dx::Tensor<float> x(Shape{rows, cols});
+    for (index_t i = 0; i < rows * cols; ++i)
+      x.data()[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 20.0 + shift);
+    return x;
+  };
+  // Scratch left by a softmax of 48 columns near -1000: the stale maxima an exp of the
+  // next call's padding lanes was taken about.
+  const auto before = dx::softmax(wave(2400000 / 4 / 48, 48, -1000.0), 0);
+  CHECK(before.size() > 0);
+  for (const index_t cols : {index_t{3}, index_t{8}, index_t{37}}) {
+    const index_t rows = 2400000 / 4 / cols + 3;
+    dx::Tensor<float> x = wave(rows, cols, 0.0);
+    dx::Tensor<float> sm;
+    CHECK(flags_of([&] { sm = dx::softmax(x, 0); }) == 0);
+    for (index_t j = 0; j < cols; ++j) {  // each column sums to 1
+      double s = 0;
+      for (index_t i = 0; i < rows; ++i) s += sm.data()[i * cols + j];
+      CHECK(s == doctest::Approx(1.0).epsilon(1e-4));
+    }
+    for (index_t i = 0; i < rows; ++i) x.data()[i * cols] = 0.1f;  // a constant column
+    for (const bool root : {false, true}) {
+      dx::Tensor<float> v;
+      std::feclearexcept(FE_ALL_EXCEPT);
+      v = root ? dx::std(x, 0) : dx::var(x, 0);
+      CHECK(std::fetestexcept(FE_ALL_EXCEPT & ~FE_INEXACT) == 0);
+      CHECK(v.data()[0] == 0.0f);
+      CHECK(v.data()[1] > 0.0f);
+    }
+  }
+  par::set_num_threads(1);
+}

@@ -131,20 +131,27 @@ def test_a_scientists_feature_scaling_loop():
     assert_same(scale_batches(data, 500), f(data, 500))
 
 
+@pytest.mark.parametrize("rows", [1001, 200_003])
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64])
-def test_constant_columns_have_zero_spread_not_nan(dtype):
+def test_constant_columns_have_zero_spread_not_nan(dtype, rows):
     # A constant feature (a column of one value) is common in real data. Its variance
     # about an inexactly rounded block mean came out a rounding below 0, and std NaN with
-    # an "invalid value" warning, where NumPy gives 0 (or a rounding above it).
-    x = np.empty((1001, 4), dtype)
+    # an "invalid value" warning, where NumPy gives 0 (or a rounding above it); then a
+    # rounding above 0 (1e-62), whose float32 variance underflowed (Note [a constant
+    # column's spread is 0]). Now exactly 0, with no floating-point flag at all.
+    x = np.empty((rows, 4), dtype)
     x[:] = np.array([173, 3, 0.1, 7.25]).astype(dtype)
     x[::7, 3] += 1  # one column that does vary
-    f = dynexpr.capture(lambda x: x.std(axis=0))
-    with np.errstate(invalid="raise", divide="raise"):  # no spurious invalid-value flag
-        got = f(x)
-    want = x.std(axis=0)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert np.all(np.isfinite(got)) and np.all(got >= 0), got
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    f = dynexpr.capture(lambda x: (x.std(axis=0), x.var(axis=0)))
+    with np.errstate(all="raise"):  # no spurious invalid-value or underflow flag
+        got_std, got_var = f(x)
+    # Against float64: NumPy's own float32 rounding gives 1e-5 at 1001 rows and 0.52 (the
+    # std of a column of 173s) at 200003.
+    x64 = x.astype(np.float64)
+    for got, want, exact in ((got_std, x.std(axis=0), x64.std(axis=0)),
+                             (got_var, x.var(axis=0), x64.var(axis=0))):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.all(got[:3] == 0), got  # float64 NumPy: 0, 0 and 1.4e-15 at 1001 rows
+        np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-12)
     keep = dynexpr.capture(standardise_columns)
     assert np.all(np.isfinite(keep(x.astype(np.float64))))

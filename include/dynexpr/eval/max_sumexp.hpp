@@ -114,7 +114,12 @@ void tile_block(DL dl, DF df, Ev& ev, const layout& L, const reduce_plan& p, ind
   const index_t full = w / n * n;
   const auto last = hn::FirstN(df, static_cast<std::size_t>(w - full));
   const auto lo = hn::Set(df, -std::numeric_limits<F>::infinity());
-  std::fill(bm, bm + w, -std::numeric_limits<F>::infinity());
+  // Lanes [w, wp) of the last vector are computed and masked off. Their x repeat column
+  // w - 1 (Note [padding lanes]), so they hold that column's max, or -inf, not stale
+  // scratch, and raise no floating-point flag the real lanes do not (an exp of x less a
+  // stale max overflowed).
+  const index_t wp = full < w ? full + n : w;
+  std::fill(bm, bm + wp, -std::numeric_limits<F>::infinity());
   for (index_t r = rb; r < re; ++r) {  // pass 1: the block's max of each column
     decode(L, p.nk, p.nr, r, idx);
     ev.seek(idx);
@@ -133,7 +138,8 @@ void tile_block(DL dl, DF df, Ev& ev, const layout& L, const reduce_plan& p, ind
     const double t = b != b ? b : std::max(m[v], b);
     mt[v] = std::isfinite(t) ? static_cast<F>(t) : F(0);
   }
-  std::fill(sb, sb + w, F(0));
+  std::fill(mt + w, mt + wp, mt[w - 1]);
+  std::fill(sb, sb + wp, F(0));
   for (index_t r = rb; r < re; ++r) {  // pass 2, over the block in cache
     decode(L, p.nk, p.nr, r, idx);
     ev.seek(idx);

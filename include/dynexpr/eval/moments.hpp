@@ -68,7 +68,29 @@ struct moment_sums {
     const double m = k + t / n;
     return std::isfinite(m) ? m : plain / n;
   }
+  /// M2 of n values of type F, 0 where only equal values can give it (Note [a constant
+  /// column's spread is 0]).
+  template <class F>
+  double m2_of() const {
+    const double m = std::abs(mean());
+    if (std::isfinite(m) && m >= 1e-250 && std::sqrt(m2) < std::numeric_limits<F>::epsilon() * m / 16) return 0.0;
+    return m2;
+  }
 };
+
+// Note [a constant column's spread is 0]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The moments of a column of one value (a constant feature) carry rounding: the block
+// means differ by the last bits of their divisions, so M2 came out as 1e-62 rather than
+// 0. Its float32 variance then underflowed as it was rounded to float, and raised the
+// underflow flag (an error under np.errstate(all="raise"), where NumPy is silent).
+// The exact answer is known: every |x - mean| <= sqrt(M2), and values of type F within
+// eps·|mean| / 16 < ulp(mean) / 8 of the mean lie in an interval narrower than the
+// spacing of F there (>= ulp(mean) / 2), which holds one value of F at most. So such an
+// M2 can only come from equal values, whose M2 is 0. Unequal values differ by at least
+// half an ulp, so their true sqrt(M2) >= ulp / 2.9: far above the bound, which no
+// rounding of the one-pass sums (relative n·2^-53) crosses. The variance and standard
+// deviation are then divided and rooted in double and rounded to F once.
 
 /// The moments of a tile's columns, as arrays (one moment_sums per column, without n:
 /// a tile's columns all have the same count).
@@ -242,7 +264,11 @@ void tile_block(DL dl, DF df, Ev& ev, const layout& L, const reduce_plan& p, ind
   const index_t n = static_cast<index_t>(hn::Lanes(df));
   const index_t full = w / n * n;
   const auto last = hn::FirstN(df, static_cast<std::size_t>(w - full));
-  std::fill(acc, acc + w, F(0));
+  // Lanes [w, wp) of the last vector are computed and masked off. Their x repeat column
+  // w - 1 (Note [padding lanes]), so they hold zeros and that column's mean, not stale
+  // scratch, and raise no floating-point flag the real lanes do not.
+  const index_t wp = full < w ? full + n : w;
+  std::fill(acc, acc + wp, F(0));
   for (index_t r = rb; r < re; ++r) {
     decode(L, p.nk, p.nr, r, idx);
     ev.seek(idx);
@@ -255,8 +281,9 @@ void tile_block(DL dl, DF df, Ev& ev, const layout& L, const reduce_plan& p, ind
   }
   const double inv = 1.0 / static_cast<double>(re - rb);
   for (index_t v = 0; v < w; ++v) mean_b[v] = static_cast<F>(static_cast<double>(acc[v]) * inv);
-  std::fill(sq, sq + w, F(0));
-  std::fill(dev, dev + w, F(0));
+  std::fill(mean_b + w, mean_b + wp, mean_b[w - 1]);
+  std::fill(sq, sq + wp, F(0));
+  std::fill(dev, dev + wp, F(0));
   for (index_t r = rb; r < re; ++r) {
     decode(L, p.nk, p.nr, r, idx);
     ev.seek(idx);

@@ -97,8 +97,8 @@ auto moments_impl(const X& x, const evaluation::axis_set& axes, bool keepdims, i
     const moment_sums& s = sums[i];
     // n = 0: NumPy's NaN mean and variance (0/0)
     mean.data()[i] = s.n == 0 ? std::numeric_limits<F>::quiet_NaN() : static_cast<F>(s.mean());
-    const F v = static_cast<F>(s.m2 / dof);
-    var.data()[i] = root ? std::sqrt(v) : v;
+    const double v = s.m2_of<F>() / dof;  // Note [a constant column's spread is 0]
+    var.data()[i] = static_cast<F>(root ? std::sqrt(v) : v);
   }
   return std::pair<Tensor<F>, Tensor<F>>(std::move(mean), std::move(var));
 }
