@@ -6,6 +6,8 @@ and the same bits as the full-width loop."""
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.one_python  # the generated C++ loop, not the CPython version
+
 pytest.importorskip("dynexpr._native", reason="the native extension is not built")
 
 import dynexpr
