@@ -496,6 +496,22 @@ TEST_CASE_TEMPLATE("reductions: fused column reductions of short rows", T, float
         CHECK(std::fabs(s.at(j) - want) <= rel * 4 * bound);
         CHECK(m.at(0, j) == mx);
       }
+      // one-pass moments of super rows: lanes merged into columns, rows left over after
+      const auto vr = dx::var(x - c, 0);
+      const auto sd = dx::std(x - c, 0, true, 1);
+      REQUIRE(vr.shape() == Shape{ni});
+      REQUIRE(sd.shape() == Shape{1, ni});
+      for (index_t j = 0; j < ni; ++j) {
+        ld mean = 0, m2 = 0;
+        for (index_t i = 0; i < rows; ++i) mean += static_cast<T>(x.at(i, j) - c.at(0, j));
+        mean /= rows;
+        for (index_t i = 0; i < rows; ++i) {
+          const ld d = static_cast<T>(x.at(i, j) - c.at(0, j)) - mean;
+          m2 += d * d;
+        }
+        CHECK(std::fabs(vr.at(j) - m2 / rows) <= rel * 4 * (m2 / rows));
+        CHECK(std::fabs(sd.at(0, j) - std::sqrt(m2 / (rows - 1))) <= rel * 4 * std::sqrt(m2 / (rows - 1)));
+      }
       // kept dims in front: a centre per batch repeats along the rows but moves with the
       // batch (plain rows), a shared one does not (super rows)
       const auto b = uniform_tensor<T>(Shape{3, rows / 3, ni}, 73, -2, 2);

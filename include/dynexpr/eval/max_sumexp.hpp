@@ -206,7 +206,7 @@ void run_max_sumexp(const E& e, const reduce_plan& p, max_sumexp_acc* out) {
     double own_m[outer_width], own_s[outer_width];
     index_t idx[max_rank] = {};
     for (index_t it = ib; it < ie; ++it) {
-      const auto [k, jb, w, r0, r1] = T.at(p, it);
+      const auto [k, jb, w, r0, r1] = T.at(it);
       decode(L, 0, p.nk, k, idx);
       double* m = split ? pm.data() + it * outer_width : own_m;
       double* s = split ? ps.data() + it * outer_width : own_s;
@@ -223,7 +223,7 @@ void run_max_sumexp(const E& e, const reduce_plan& p, max_sumexp_acc* out) {
   });
   if (split)
     for (index_t base = 0; base < T.items; base += T.rchunks) {  // a tile's chunks, in order
-      const auto [k, jb, w, r0, r1] = T.at(p, base);
+      const auto [k, jb, w, r0, r1] = T.at(base);
       for (index_t v = 0; v < w; ++v) {
         max_sumexp_acc t;
         for (index_t c = 0; c < T.rchunks; ++c) {

@@ -138,26 +138,27 @@ inline void merge_columns(column_moments& a, double na, const column_moments& b,
 /// twice while in cache; at most 16 chunks of rows per tile, so that their partial
 /// results stay few. A work item is one chunk of one tile of one kept index.
 struct column_tiles {
-  index_t rows, jblocks, block_rows, rows_per_chunk, rchunks, items;
-  column_tiles(const reduce_plan& p, index_t elem_bytes) {
-    rows = p.reduced;
-    jblocks = (p.ni + outer_width - 1) / outer_width;
-    const index_t tile = std::min(p.ni, outer_width);
+  index_t ni, rows, jblocks, block_rows, rows_per_chunk, rchunks, items;
+  column_tiles(const reduce_plan& p, index_t elem_bytes) : column_tiles(p.kept, p.ni, p.reduced, elem_bytes) {}
+  /// ni columns of `rows` rows for each of `kept` kept indices.
+  column_tiles(index_t kept, index_t ni_, index_t rows_, index_t elem_bytes) : ni(ni_), rows(rows_) {
+    jblocks = (ni + outer_width - 1) / outer_width;
+    const index_t tile = std::min(ni, outer_width);
     block_rows = std::clamp<index_t>(moment_tile_bytes / (tile * elem_bytes), 4, outer_flush);
     const index_t want = std::max({outer_flush, reduce_chunk / tile, (rows + 15) / 16});
     rows_per_chunk = (want + block_rows - 1) / block_rows * block_rows;
     rchunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-    items = p.kept * jblocks * rchunks;
+    items = kept * jblocks * rchunks;
   }
   bool split() const { return rchunks > 1; }
   /// Work item `it`: kept index k, the tile's first column jb and width w, rows [r0, r1).
   struct item {
     index_t k, jb, w, r0, r1;
   };
-  item at(const reduce_plan& p, index_t it) const {
+  item at(index_t it) const {
     const index_t jbk = (it / rchunks) % jblocks, c = it % rchunks;
     const index_t jb = jbk * outer_width, r0 = c * rows_per_chunk;
-    return {it / (jblocks * rchunks), jb, std::min(outer_width, p.ni - jb), r0, std::min(rows, r0 + rows_per_chunk)};
+    return {it / (jblocks * rchunks), jb, std::min(outer_width, ni - jb), r0, std::min(rows, r0 + rows_per_chunk)};
   }
   /// Rows in chunk c of a tile.
   index_t chunk_rows(index_t c) const { return std::min(rows, (c + 1) * rows_per_chunk) - c * rows_per_chunk; }
@@ -326,58 +327,87 @@ void run_moments(const E& e, const reduce_plan& p, moment_sums* out) {
     });
     return;
   }
-  // Outer loop: column tiles, each block of rows read twice (sum, then deviations).
-  const column_tiles T(p, static_cast<index_t>(sizeof(F)));
-  const bool split = T.split();
-  std::unique_ptr<column_moments[]> partial(split ? new column_moments[static_cast<std::size_t>(T.items)] : nullptr);
-  parallel::parallel_for(T.items, 1, 1, work, [&](index_t ib, index_t ie) {
-    evaluator<E> ev = ev0;
-    const DL dl;
-    const hn::Rebind<F, DL> df;
-    alignas(64) F acc[outer_width];
-    alignas(64) F mean_b[outer_width];
-    alignas(64) F sq[outer_width];
-    alignas(64) F dev[outer_width];
-    column_moments block, own;
-    index_t idx[max_rank] = {};
-    for (index_t it = ib; it < ie; ++it) {
-      const auto [k, jb, w, r0, r1] = T.at(p, it);
-      decode(L, 0, p.nk, k, idx);
-      column_moments& tot = split ? partial[static_cast<std::size_t>(it)] : own;
-      double na = 0;
-      for (index_t rb = r0; rb < r1; rb += T.block_rows) {
-        const index_t re = std::min(r1, rb + T.block_rows);
-        const double nb = static_cast<double>(re - rb);
-        if (unit) detail_moments::tile_block<mode::unit>(dl, df, ev, L, p, idx, jb, w, rb, re, acc, mean_b, sq, dev);
-        else detail_moments::tile_block<mode::general>(dl, df, ev, L, p, idx, jb, w, rb, re, acc, mean_b, sq, dev);
-        const double inv_nb = 1.0 / nb;
-        for (index_t v = 0; v < w; ++v) {
-          const double dv = dev[v];
-          block.k[v] = mean_b[v], block.t[v] = dv, block.plain[v] = acc[v];
-          // S(d)² <= n·S(d²): a rounding below 0 would make std NaN (row_moments)
-          block.m2[v] = std::max(0.0, static_cast<double>(sq[v]) - dv * dv * inv_nb);
+  // Outer loop: column tiles, each block of rows read twice (sum, then deviations), over
+  // rows [rb0, re0) of the reduced dim(s) and ni columns, walked with evs; put(k, j, sums)
+  // receives column j's moments for kept index k.
+  auto outer = [&](const evaluator<E>& evs, const bool unit_rows, index_t rb0, index_t re0, index_t ni,
+                   auto&& put) {
+    const column_tiles T(p.kept, ni, re0 - rb0, static_cast<index_t>(sizeof(F)));
+    const bool split = T.split();
+    const double range_work = static_cast<double>(p.kept * ni * (re0 - rb0)) * (2 * cost_per_element_v<E> + 3);
+    std::unique_ptr<column_moments[]> partial(split ? new column_moments[static_cast<std::size_t>(T.items)] : nullptr);
+    parallel::parallel_for(T.items, 1, 1, range_work, [&](index_t ib, index_t ie) {
+      evaluator<E> ev = evs;
+      const DL dl;
+      const hn::Rebind<F, DL> df;
+      alignas(64) F acc[outer_width];
+      alignas(64) F mean_b[outer_width];
+      alignas(64) F sq[outer_width];
+      alignas(64) F dev[outer_width];
+      column_moments block, own;
+      index_t idx[max_rank] = {};
+      for (index_t it = ib; it < ie; ++it) {
+        const auto [k, jb, w, r0, r1] = T.at(it);
+        decode(L, 0, p.nk, k, idx);
+        column_moments& tot = split ? partial[static_cast<std::size_t>(it)] : own;
+        double na = 0;
+        for (index_t rb = rb0 + r0; rb < rb0 + r1; rb += T.block_rows) {
+          const index_t re = std::min(rb0 + r1, rb + T.block_rows);
+          const double nb = static_cast<double>(re - rb);
+          if (unit_rows) detail_moments::tile_block<mode::unit>(dl, df, ev, L, p, idx, jb, w, rb, re, acc, mean_b, sq, dev);
+          else detail_moments::tile_block<mode::general>(dl, df, ev, L, p, idx, jb, w, rb, re, acc, mean_b, sq, dev);
+          const double inv_nb = 1.0 / nb;
+          for (index_t v = 0; v < w; ++v) {
+            const double dv = dev[v];
+            block.k[v] = mean_b[v], block.t[v] = dv, block.plain[v] = acc[v];
+            // S(d)² <= n·S(d²): a rounding below 0 would make std NaN (row_moments)
+            block.m2[v] = std::max(0.0, static_cast<double>(sq[v]) - dv * dv * inv_nb);
+          }
+          merge_columns(tot, na, block, nb, w);
+          na += nb;
         }
-        merge_columns(tot, na, block, nb, w);
-        na += nb;
+        if (!split)
+          for (index_t v = 0; v < w; ++v) put(k, jb + v, moment_sums{na, tot.k[v], tot.t[v], tot.m2[v], tot.plain[v]});
       }
-      if (!split)
-        for (index_t v = 0; v < w; ++v)
-          out[k * p.ni + jb + v] = moment_sums{na, tot.k[v], tot.t[v], tot.m2[v], tot.plain[v]};
-    }
-  });
-  if (split)
-    for (index_t base = 0; base < T.items; base += T.rchunks) {  // a tile's chunks, in order
-      const auto [k, jb, w, r0, r1] = T.at(p, base);
-      column_moments& tot = partial[static_cast<std::size_t>(base)];
-      double na = static_cast<double>(T.chunk_rows(0));
-      for (index_t c = 1; c < T.rchunks; ++c) {
-        const double nb = static_cast<double>(T.chunk_rows(c));
-        merge_columns(tot, na, partial[static_cast<std::size_t>(base + c)], nb, w);
-        na += nb;
+    });
+    if (split)
+      for (index_t base = 0; base < T.items; base += T.rchunks) {  // a tile's chunks, in order
+        const auto [k, jb, w, r0, r1] = T.at(base);
+        column_moments& tot = partial[static_cast<std::size_t>(base)];
+        double na = static_cast<double>(T.chunk_rows(0));
+        for (index_t c = 1; c < T.rchunks; ++c) {
+          const double nb = static_cast<double>(T.chunk_rows(c));
+          merge_columns(tot, na, partial[static_cast<std::size_t>(base + c)], nb, w);
+          na += nb;
+        }
+        for (index_t v = 0; v < w; ++v) put(k, jb + v, moment_sums{na, tot.k[v], tot.t[v], tot.m2[v], tot.plain[v]});
       }
-      for (index_t v = 0; v < w; ++v)
-        out[k * p.ni + jb + v] = moment_sums{na, tot.k[v], tot.t[v], tot.m2[v], tot.plain[v]};
+  };
+
+  // Note [short rows] (eval/assign.hpp) for moments: columns of a few outputs (the std of
+  // each column of an (n, 3) array) are taken as sp lane-columns of super-rows, q = sp / ni
+  // rows each; lane v's moments merge into column v % ni, in order (Chan's merge, exact
+  // as any block's), then the rows left over (fewer than q), as plain rows.
+  const index_t lanes = static_cast<index_t>(hn::Lanes(hn::Rebind<F, DL>()));
+  if (const index_t sp = p.nr == 1 && p.ni < outer_width ? short_row_period(p.ni, p.reduced, lanes) : 0;
+      sp != 0 && sp <= outer_width) {
+    evaluator<E> ev1 = ev0;
+    std::vector<unsigned char> tiles;
+    if (retile_rows(ev1, p.nk, p.ni, sp, tiles)) {
+      const index_t q = sp / p.ni, supers = p.reduced / q;
+      std::vector<moment_sums> lane_sums(static_cast<std::size_t>(p.kept * sp));
+      outer(ev1, true, 0, supers, sp, [&](index_t k, index_t j, const moment_sums& s) { lane_sums[k * sp + j] = s; });
+      std::vector<moment_sums> col(static_cast<std::size_t>(p.kept * p.ni));
+      for (index_t k = 0; k < p.kept; ++k)
+        for (index_t v = 0; v < sp; ++v) col[k * p.ni + v % p.ni].merge(lane_sums[k * sp + v]);
+      if (supers * q < p.reduced)
+        outer(ev0, unit, supers * q, p.reduced, p.ni,
+              [&](index_t k, index_t j, const moment_sums& s) { col[k * p.ni + j].merge(s); });
+      std::copy(col.begin(), col.end(), out);
+      return;
     }
+  }
+  outer(ev0, unit, 0, p.reduced, p.ni, [&](index_t k, index_t j, const moment_sums& s) { out[k * p.ni + j] = s; });
 }
 
 }  // namespace evaluation
