@@ -226,7 +226,9 @@ void check_max_sumexp(const dx::Tensor<T>& x, const A& axes, index_t rows, index
 TEST_CASE_TEMPLATE("max_sumexp reads once and matches the two reductions", T, float, double) {
   const double rel = std::is_same_v<T, float> ? 2e-5 : 1e-12;
   // column tiles: a ragged last tile (700 = 512 + 188), many row chunks, tiny shapes
-  for (const auto& [rows, cols] : {std::pair<index_t, index_t>{3000, 700}, {100000, 16}, {7, 5}, {1, 600}})
+  // short rows (Note [short rows]): lanes of super rows merged into columns, rows left over
+  for (const auto& [rows, cols] : {std::pair<index_t, index_t>{3000, 700}, {100000, 16}, {7, 5}, {1, 600},
+                                   {20011, 3}, {30000, 8}, {4097, 5}, {999, 2}})
     check_max_sumexp(random_tensor<T>(Shape{rows, cols}, 11, -20, 20), 0, rows, cols, rel);
   // all axes (one output, chunks merged), long rows (axis 1 of a transposed copy)
   const auto big = random_tensor<T>(Shape{1000, 300}, 12, -30, 30);
@@ -284,18 +286,20 @@ TEST_CASE_TEMPLATE("max_sumexp: special values as NumPy's two reductions", T, fl
 
 TEST_CASE("max_sumexp: 1, 2 and 3 threads give bitwise equal results; empty input") {
   const int saved = dx::parallel::num_threads();
-  const auto x = random_tensor<float>(Shape{20000, 700}, 16, -4, 4);
-  dx::parallel::set_num_threads(1);
-  const auto [m1, s1] = dx::max_sumexp(x, 0);
-  const auto [ma1, sa1] = dx::max_sumexp(x, dx::all_axes);
-  for (int t : {2, 3}) {
-    dx::parallel::set_num_threads(t);
-    const auto [mt, st] = dx::max_sumexp(x, 0);
-    const auto [mat, sat] = dx::max_sumexp(x, dx::all_axes);
-    CHECK(std::memcmp(m1.data(), mt.data(), sizeof(float) * m1.size()) == 0);
-    CHECK(std::memcmp(s1.data(), st.data(), sizeof(float) * s1.size()) == 0);
-    CHECK(std::memcmp(sa1.data(), sat.data(), sizeof(float)) == 0);
-    CHECK(ma1.data()[0] == mat.data()[0]);
+  for (const Shape& shape : {Shape{20000, 700}, Shape{200003, 3}}) {  // column tiles, short rows
+    const auto x = random_tensor<float>(shape, 16, -4, 4);
+    dx::parallel::set_num_threads(1);
+    const auto [m1, s1] = dx::max_sumexp(x, 0);
+    const auto [ma1, sa1] = dx::max_sumexp(x, dx::all_axes);
+    for (int t : {2, 3}) {
+      dx::parallel::set_num_threads(t);
+      const auto [mt, st] = dx::max_sumexp(x, 0);
+      const auto [mat, sat] = dx::max_sumexp(x, dx::all_axes);
+      CHECK(std::memcmp(m1.data(), mt.data(), sizeof(float) * m1.size()) == 0);
+      CHECK(std::memcmp(s1.data(), st.data(), sizeof(float) * s1.size()) == 0);
+      CHECK(std::memcmp(sa1.data(), sat.data(), sizeof(float)) == 0);
+      CHECK(ma1.data()[0] == mat.data()[0]);
+    }
   }
   dx::parallel::set_num_threads(saved);
   CHECK_THROWS_WITH_AS(dx::max_sumexp(dx::Tensor<float>(Shape{0, 3}), 0), doctest::Contains("zero-size array"),

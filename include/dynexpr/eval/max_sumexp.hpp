@@ -190,49 +190,79 @@ void run_max_sumexp(const E& e, const reduce_plan& p, max_sumexp_acc* out) {
     return;
   }
   // Outer loop: column tiles (column_tiles, moments.hpp), each block of rows read twice
-  // (max, then exps).
-  const column_tiles T(p, static_cast<index_t>(sizeof(F)));
-  const bool split = T.split();
-  // per item: its tile's running maxima and sums (split), merged in item order after
-  std::vector<double> pm(split ? static_cast<std::size_t>(T.items * outer_width) : 0);
-  std::vector<double> ps(pm.size());
-  parallel::parallel_for(T.items, 1, 1, work, [&](index_t ib, index_t ie) {
-    evaluator<E> ev = ev0;
-    const DL dl;
-    const hn::Rebind<F, DL> df;
-    alignas(64) F bm[outer_width];
-    alignas(64) F mt[outer_width];
-    alignas(64) F sb[outer_width];
-    double own_m[outer_width], own_s[outer_width];
-    index_t idx[max_rank] = {};
-    for (index_t it = ib; it < ie; ++it) {
-      const auto [k, jb, w, r0, r1] = T.at(it);
-      decode(L, 0, p.nk, k, idx);
-      double* m = split ? pm.data() + it * outer_width : own_m;
-      double* s = split ? ps.data() + it * outer_width : own_s;
-      std::fill(m, m + w, -std::numeric_limits<double>::infinity());
-      std::fill(s, s + w, 0.0);
-      for (index_t rb = r0; rb < r1; rb += T.block_rows) {
-        const index_t re = std::min(r1, rb + T.block_rows);
-        if (unit) detail_max_sumexp::tile_block<mode::unit>(dl, df, ev, L, p, idx, jb, w, rb, re, bm, mt, sb, m, s);
-        else detail_max_sumexp::tile_block<mode::general>(dl, df, ev, L, p, idx, jb, w, rb, re, bm, mt, sb, m, s);
-      }
-      if (!split)
-        for (index_t v = 0; v < w; ++v) out[k * p.ni + jb + v] = max_sumexp_acc{m[v], s[v]};
-    }
-  });
-  if (split)
-    for (index_t base = 0; base < T.items; base += T.rchunks) {  // a tile's chunks, in order
-      const auto [k, jb, w, r0, r1] = T.at(base);
-      for (index_t v = 0; v < w; ++v) {
-        max_sumexp_acc t;
-        for (index_t c = 0; c < T.rchunks; ++c) {
-          const std::size_t at = static_cast<std::size_t>((base + c) * outer_width + v);
-          t.merge(pm[at], ps[at]);
+  // (max, then exps), over rows [rb0, re0) of the reduced dim(s) and ni columns, walked
+  // with evs; put(k, j, acc) receives column j's result for kept index k.
+  auto outer = [&](const evaluator<E>& evs, const bool unit_rows, index_t rb0, index_t re0, index_t ni,
+                   auto&& put) {
+    const column_tiles T(p.kept, ni, re0 - rb0, static_cast<index_t>(sizeof(F)));
+    const bool split = T.split();
+    const double range_work = static_cast<double>(p.kept * ni * (re0 - rb0)) *
+                              (cost_per_element_v<E> + ops::exp_op::cost + 3);
+    // per item: its tile's running maxima and sums (split), merged in item order after
+    std::vector<double> pm(split ? static_cast<std::size_t>(T.items * outer_width) : 0);
+    std::vector<double> ps(pm.size());
+    parallel::parallel_for(T.items, 1, 1, range_work, [&](index_t ib, index_t ie) {
+      evaluator<E> ev = evs;
+      const DL dl;
+      const hn::Rebind<F, DL> df;
+      alignas(64) F bm[outer_width];
+      alignas(64) F mt[outer_width];
+      alignas(64) F sb[outer_width];
+      double own_m[outer_width], own_s[outer_width];
+      index_t idx[max_rank] = {};
+      for (index_t it = ib; it < ie; ++it) {
+        const auto [k, jb, w, r0, r1] = T.at(it);
+        decode(L, 0, p.nk, k, idx);
+        double* m = split ? pm.data() + it * outer_width : own_m;
+        double* s = split ? ps.data() + it * outer_width : own_s;
+        std::fill(m, m + w, -std::numeric_limits<double>::infinity());
+        std::fill(s, s + w, 0.0);
+        for (index_t rb = rb0 + r0; rb < rb0 + r1; rb += T.block_rows) {
+          const index_t re = std::min(rb0 + r1, rb + T.block_rows);
+          if (unit_rows) detail_max_sumexp::tile_block<mode::unit>(dl, df, ev, L, p, idx, jb, w, rb, re, bm, mt, sb, m, s);
+          else detail_max_sumexp::tile_block<mode::general>(dl, df, ev, L, p, idx, jb, w, rb, re, bm, mt, sb, m, s);
         }
-        out[k * p.ni + jb + v] = t;
+        if (!split)
+          for (index_t v = 0; v < w; ++v) put(k, jb + v, max_sumexp_acc{m[v], s[v]});
       }
+    });
+    if (split)
+      for (index_t base = 0; base < T.items; base += T.rchunks) {  // a tile's chunks, in order
+        const auto [k, jb, w, r0, r1] = T.at(base);
+        for (index_t v = 0; v < w; ++v) {
+          max_sumexp_acc t;
+          for (index_t c = 0; c < T.rchunks; ++c) {
+            const std::size_t at = static_cast<std::size_t>((base + c) * outer_width + v);
+            t.merge(pm[at], ps[at]);
+          }
+          put(k, jb + v, t);
+        }
+      }
+  };
+
+  // Note [short rows] (eval/assign.hpp), as in run_moments: sp lane-columns of super-rows
+  // of q = sp / ni rows, lane v merged into column v % ni in order, then the rows left
+  // over (fewer than q) as plain rows.
+  const index_t lanes = static_cast<index_t>(hn::Lanes(hn::Rebind<F, DL>()));
+  if (const index_t sp = p.nr == 1 && p.ni < outer_width ? short_row_period(p.ni, p.reduced, lanes) : 0;
+      sp != 0 && sp <= outer_width) {
+    evaluator<E> ev1 = ev0;
+    std::vector<unsigned char> tiles;
+    if (retile_rows(ev1, p.nk, p.ni, sp, tiles)) {
+      const index_t q = sp / p.ni, supers = p.reduced / q;
+      std::vector<max_sumexp_acc> lane_acc(static_cast<std::size_t>(p.kept * sp));
+      outer(ev1, true, 0, supers, sp, [&](index_t k, index_t j, const max_sumexp_acc& a) { lane_acc[k * sp + j] = a; });
+      std::vector<max_sumexp_acc> col(static_cast<std::size_t>(p.kept * p.ni));
+      for (index_t k = 0; k < p.kept; ++k)
+        for (index_t v = 0; v < sp; ++v) col[k * p.ni + v % p.ni].merge(lane_acc[k * sp + v]);
+      if (supers * q < p.reduced)
+        outer(ev0, unit, supers * q, p.reduced, p.ni,
+              [&](index_t k, index_t j, const max_sumexp_acc& a) { col[k * p.ni + j].merge(a); });
+      std::copy(col.begin(), col.end(), out);
+      return;
     }
+  }
+  outer(ev0, unit, 0, p.reduced, p.ni, [&](index_t k, index_t j, const max_sumexp_acc& a) { out[k * p.ni + j] = a; });
 }
 
 }  // namespace evaluation
