@@ -240,28 +240,12 @@ void run_max_sumexp(const E& e, const reduce_plan& p, max_sumexp_acc* out) {
       }
   };
 
-  // Note [short rows] (eval/assign.hpp), as in run_moments: sp lane-columns of super-rows
-  // of q = sp / ni rows, lane v merged into column v % ni in order, then the rows left
-  // over (fewer than q) as plain rows.
+  // Note [short rows] for a few columns (short_row_columns, reduce.hpp)
   const index_t lanes = static_cast<index_t>(hn::Lanes(hn::Rebind<F, DL>()));
-  if (const index_t sp = p.nr == 1 && p.ni < outer_width ? short_row_period(p.ni, p.reduced, lanes) : 0;
-      sp != 0 && sp <= outer_width) {
-    evaluator<E> ev1 = ev0;
-    std::vector<unsigned char> tiles;
-    if (retile_rows(ev1, p.nk, p.ni, sp, tiles)) {
-      const index_t q = sp / p.ni, supers = p.reduced / q;
-      std::vector<max_sumexp_acc> lane_acc(static_cast<std::size_t>(p.kept * sp));
-      outer(ev1, true, 0, supers, sp, [&](index_t k, index_t j, const max_sumexp_acc& a) { lane_acc[k * sp + j] = a; });
-      std::vector<max_sumexp_acc> col(static_cast<std::size_t>(p.kept * p.ni));
-      for (index_t k = 0; k < p.kept; ++k)
-        for (index_t v = 0; v < sp; ++v) col[k * p.ni + v % p.ni].merge(lane_acc[k * sp + v]);
-      if (supers * q < p.reduced)
-        outer(ev0, unit, supers * q, p.reduced, p.ni,
-              [&](index_t k, index_t j, const max_sumexp_acc& a) { col[k * p.ni + j].merge(a); });
-      std::copy(col.begin(), col.end(), out);
-      return;
-    }
-  }
+  if (short_row_columns(
+          p, ev0, unit, lanes, max_sumexp_acc{}, outer, [](auto& into, const max_sumexp_acc& a) { into.merge(a); },
+          [&](const std::vector<max_sumexp_acc>& col) { std::copy(col.begin(), col.end(), out); }))
+    return;
   outer(ev0, unit, 0, p.reduced, p.ni, [&](index_t k, index_t j, const max_sumexp_acc& a) { out[k * p.ni + j] = a; });
 }
 

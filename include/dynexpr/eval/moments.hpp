@@ -384,29 +384,12 @@ void run_moments(const E& e, const reduce_plan& p, moment_sums* out) {
       }
   };
 
-  // Note [short rows] (eval/assign.hpp) for moments: columns of a few outputs (the std of
-  // each column of an (n, 3) array) are taken as sp lane-columns of super-rows, q = sp / ni
-  // rows each; lane v's moments merge into column v % ni, in order (Chan's merge, exact
-  // as any block's), then the rows left over (fewer than q), as plain rows.
+  // Note [short rows] for a few columns (short_row_columns, reduce.hpp)
   const index_t lanes = static_cast<index_t>(hn::Lanes(hn::Rebind<F, DL>()));
-  if (const index_t sp = p.nr == 1 && p.ni < outer_width ? short_row_period(p.ni, p.reduced, lanes) : 0;
-      sp != 0 && sp <= outer_width) {
-    evaluator<E> ev1 = ev0;
-    std::vector<unsigned char> tiles;
-    if (retile_rows(ev1, p.nk, p.ni, sp, tiles)) {
-      const index_t q = sp / p.ni, supers = p.reduced / q;
-      std::vector<moment_sums> lane_sums(static_cast<std::size_t>(p.kept * sp));
-      outer(ev1, true, 0, supers, sp, [&](index_t k, index_t j, const moment_sums& s) { lane_sums[k * sp + j] = s; });
-      std::vector<moment_sums> col(static_cast<std::size_t>(p.kept * p.ni));
-      for (index_t k = 0; k < p.kept; ++k)
-        for (index_t v = 0; v < sp; ++v) col[k * p.ni + v % p.ni].merge(lane_sums[k * sp + v]);
-      if (supers * q < p.reduced)
-        outer(ev0, unit, supers * q, p.reduced, p.ni,
-              [&](index_t k, index_t j, const moment_sums& s) { col[k * p.ni + j].merge(s); });
-      std::copy(col.begin(), col.end(), out);
-      return;
-    }
-  }
+  if (short_row_columns(
+          p, ev0, unit, lanes, moment_sums{}, outer, [](auto& into, const moment_sums& a) { into.merge(a); },
+          [&](const std::vector<moment_sums>& col) { std::copy(col.begin(), col.end(), out); }))
+    return;
   outer(ev0, unit, 0, p.reduced, p.ni, [&](index_t k, index_t j, const moment_sums& s) { out[k * p.ni + j] = s; });
 }
 

@@ -216,6 +216,36 @@ DYNEXPR_INLINE typename R::total_t reduce_segment(DL dl, DA da, const Ev& ev, in
 }
 
 /// Runs reduction K of expression e (already lowered) with the given plan into out.
+/// Note [short rows] (eval/assign.hpp) for reductions along an outer axis: columns of a
+/// few outputs (a column sum or std of an (n, 3) array) are taken as sp lane-columns of
+/// super-rows of q = sp / ni reduced rows, and lane v is merged into column v % ni, in
+/// order; the rows left over (fewer than q) are then merged as plain rows. outer(ev,
+/// unit_rows, rb, re, ni, put) is the caller's column loop over rows [rb, re) of ni
+/// columns, put(k, j, acc) its result for column j of kept index k; merge(into, acc)
+/// combines two results, init is the empty one. done(col) receives the p.kept * p.ni
+/// results. Returns false, having done nothing, where no super-row applies (a plan of
+/// several reduced dims, many columns, few rows, or an operand that moves with a kept dim).
+template <class Acc, class E, class Outer, class Merge, class Done>
+bool short_row_columns(const reduce_plan& p, const evaluator<E>& ev0, bool unit, index_t lanes, const Acc& init,
+                       Outer&& outer, Merge&& merge, Done&& done) {
+  const index_t sp = p.nr == 1 && p.ni < outer_width ? short_row_period(p.ni, p.reduced, lanes) : 0;
+  if (sp == 0 || sp > outer_width) return false;
+  evaluator<E> ev1 = ev0;
+  std::vector<unsigned char> tiles;
+  if (!retile_rows(ev1, p.nk, p.ni, sp, tiles)) return false;
+  const index_t q = sp / p.ni, supers = p.reduced / q;
+  std::vector<Acc> lane(static_cast<std::size_t>(p.kept * sp), init);
+  outer(ev1, true, 0, supers, sp, [&](index_t k, index_t j, const Acc& a) { lane[k * sp + j] = a; });
+  std::vector<Acc> col(static_cast<std::size_t>(p.kept * p.ni), init);
+  for (index_t k = 0; k < p.kept; ++k)
+    for (index_t v = 0; v < sp; ++v) merge(col[k * p.ni + v % p.ni], lane[k * sp + v]);
+  if (supers * q < p.reduced)
+    outer(ev0, unit, supers * q, p.reduced, p.ni,
+          [&](index_t k, index_t j, const Acc& a) { merge(col[k * p.ni + j], a); });
+  done(col);
+  return true;
+}
+
 template <reduce_kind K, class E>
 void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E::value_type>::result_t* out) {
   using In = typename E::value_type;
@@ -344,34 +374,14 @@ void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E
         }
   };
 
-  // Note [short rows] (eval/assign.hpp) for reductions: columns of a few outputs (a
-  // column sum of an (n, 3) array) accumulate super-rows of q = sp / ni reduced rows,
-  // sp lanes wide, folded into the ni columns at the end (lane v into column v % ni, in
-  // order); the rows left over (fewer than q) are added as plain rows.
   const index_t lanes = static_cast<index_t>(hn::Lanes(DL()));
-  if (const index_t sp = p.nr == 1 && p.ni < outer_width ? short_row_period(p.ni, p.reduced, lanes) : 0;
-      sp != 0 && sp <= outer_width) {
-    evaluator<E> ev1 = ev0;
-    std::vector<unsigned char> tiles;
-    if (retile_rows(ev1, p.nk, p.ni, sp, tiles)) {
-      const index_t q = sp / p.ni, supers = p.reduced / q;
-      std::vector<total_t> lane_totals(static_cast<std::size_t>(p.kept * sp));
-      outer_loop(ev1, true, 0, supers, sp,
-                 [&](index_t k, index_t j, total_t t) { lane_totals[k * sp + j] = t; });
-      std::vector<total_t> col(static_cast<std::size_t>(p.kept * p.ni),
-                               static_cast<total_t>(R::identity()));
-      for (index_t k = 0; k < p.kept; ++k)
-        for (index_t v = 0; v < sp; ++v)
-          col[k * p.ni + v % p.ni] = R::combine_total(col[k * p.ni + v % p.ni], lane_totals[k * sp + v]);
-      // The rows left over (fewer than q) as plain rows, added after the super-rows.
-      if (supers * q < p.reduced)
-        outer_loop(ev0, unit, supers * q, p.reduced, p.ni, [&](index_t k, index_t j, total_t t) {
-          col[k * p.ni + j] = R::combine_total(col[k * p.ni + j], t);
-        });
-      for (index_t i = 0; i < p.kept * p.ni; ++i) out[i] = R::finish(col[i]);
-      return;
-    }
-  }
+  if (short_row_columns(
+          p, ev0, unit, lanes, static_cast<total_t>(R::identity()), outer_loop,
+          [](total_t& into, const total_t& t) { into = R::combine_total(into, t); },
+          [&](const std::vector<total_t>& col) {
+            for (index_t i = 0; i < p.kept * p.ni; ++i) out[i] = R::finish(col[static_cast<std::size_t>(i)]);
+          }))
+    return;
   outer_loop(ev0, unit, 0, p.reduced, p.ni,
              [&](index_t k, index_t j, total_t t) { out[k * p.ni + j] = R::finish(t); });
   (void)nseek;
