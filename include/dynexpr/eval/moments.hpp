@@ -139,7 +139,6 @@ inline void merge_columns(column_moments& a, double na, const column_moments& b,
 /// results stay few. A work item is one chunk of one tile of one kept index.
 struct column_tiles {
   index_t ni, rows, jblocks, block_rows, rows_per_chunk, rchunks, items;
-  column_tiles(const reduce_plan& p, index_t elem_bytes) : column_tiles(p.kept, p.ni, p.reduced, elem_bytes) {}
   /// ni columns of `rows` rows for each of `kept` kept indices.
   column_tiles(index_t kept, index_t ni_, index_t rows_, index_t elem_bytes) : ni(ni_), rows(rows_) {
     jblocks = (ni + outer_width - 1) / outer_width;

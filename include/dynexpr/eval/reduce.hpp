@@ -215,7 +215,6 @@ DYNEXPR_INLINE typename R::total_t reduce_segment(DL dl, DA da, const Ev& ev, in
   return total;
 }
 
-/// Runs reduction K of expression e (already lowered) with the given plan into out.
 /// Note [short rows] (eval/assign.hpp) for reductions along an outer axis: columns of a
 /// few outputs (a column sum or std of an (n, 3) array) are taken as sp lane-columns of
 /// super-rows of q = sp / ni reduced rows, and lane v is merged into column v % ni, in
@@ -246,6 +245,7 @@ bool short_row_columns(const reduce_plan& p, const evaluator<E>& ev0, bool unit,
   return true;
 }
 
+/// Runs reduction K of expression e (already lowered) with the given plan into out.
 template <reduce_kind K, class E>
 void run_reduce(const E& e, const reduce_plan& p, typename reducer<K, typename E::value_type>::result_t* out) {
   using In = typename E::value_type;
