@@ -26,7 +26,7 @@ from .toolchain import sha as _sha
 
 # -march=native, or the ISA level DYNEXPR_ISA names (artifacts/isa.py: precompile).
 CXXFLAGS = ("-std=c++20", "-O2", *_isa.compile_flags(), "-fPIC")
-LINKFLAGS = ("-shared", "-pthread")
+LINKFLAGS = ("-shared", "-pthread")  # and the toolchain's linker: link_flags()
 ARTIFACT = "unit.so"
 BACKEND = "cpu"  # the backend whose units this driver builds (part of each unit's key)
 
@@ -45,6 +45,11 @@ def toolchain() -> Toolchain:
         _toolchain = _tc.make(cache_dir() / "toolchain.json", CXXFLAGS + LINKFLAGS,
                               cache.write_atomic)
     return _toolchain
+
+
+def link_flags() -> tuple[str, ...]:
+    """LINKFLAGS and the linker the toolchain picked (Note [the linker] in toolchain.py)."""
+    return LINKFLAGS + toolchain().link
 
 
 def _forget_toolchain() -> None:
@@ -138,7 +143,7 @@ def compile_command(src: Path, out: Path, pch_dir: Path | None,
     cmd += ["-I", str(inc), "-I", str(kern)]
     for s in system_includes():
         cmd += ["-isystem", s]
-    cmd += [*LINKFLAGS, str(src), "-o", str(out)]
+    cmd += [*link_flags(), str(src), "-o", str(out)]
     if rt_dir is not None:
         rpath = str(rt_dir)
         if unit_dir is not None and rt_dir.parent.parent == unit_dir.parent.parent.parent:
@@ -257,7 +262,7 @@ def build_runtime(d: Path) -> None:
     cmd = [tc.cxx, *CXXFLAGS, "-I", str(kern), "-I", str(inc)]
     for s in system_includes():
         cmd += ["-isystem", s]
-    cmd += [*LINKFLAGS, f"-Wl,-soname,{RUNTIME_LIB}", str(kern / "runtime.cpp"), "-o", str(tmp)]
+    cmd += [*link_flags(), f"-Wl,-soname,{RUNTIME_LIB}", str(kern / "runtime.cpp"), "-o", str(tmp)]
     t0 = time.perf_counter()
     proc = _compiler(cmd)
     if proc.returncode != 0:

@@ -28,6 +28,7 @@ _native = pytest.importorskip("dynexpr._native", reason="the native extension is
 
 import dynexpr
 from dynexpr import cache, cxx, trust
+from dynexpr.toolchain import BuildUnavailable
 
 from cache_testing import link_pch, use_cache
 from compare import assert_same
@@ -300,6 +301,44 @@ def test_garbage_toolchain_and_index_json_are_ignored(fresh, garbage):
     cache.index_put("mod.fn", "guards", {"units": ["k"]})
     cache._index_file("mod.fn", "guards").write_text(garbage)
     assert cache.index_get("mod.fn", "guards") is None
+
+
+# ------------------------------------------------------------------------ the linker
+GOLD = ("-fuse-ld=gold", "-Wl,--enable-new-dtags")
+
+
+def test_units_link_with_gold_where_the_compiler_drives_it(fresh, monkeypatch):
+    """Note [the linker]: gold when g++ can link with it (binutils ships it beside ld),
+    else the compiler's default; either way the unit's search path is a DT_RUNPATH."""
+    monkeypatch.delenv("DYNEXPR_LD", raising=False)
+    cache.reset()
+    gold = subprocess.run([cxx.toolchain().cxx, "-fuse-ld=gold", "-Wl,--version"],
+                          capture_output=True, text=True, check=False)
+    assert cxx.toolchain().link == (GOLD if gold.returncode == 0 else ())
+    assert compute(fresh, 9.5 + _NONCE)["compiles"] == 1
+    (d,) = unit_dirs(fresh / "v1")
+    dyn = subprocess.run(["readelf", "-d", str(d / "unit.so")], capture_output=True,
+                         text=True, check=True).stdout
+    assert "(RUNPATH)" in dyn and "(RPATH)" not in dyn, dyn
+
+
+def test_dynexpr_ld_picks_the_linker_and_a_bad_one_is_a_clear_error(fresh, monkeypatch):
+    monkeypatch.setenv("DYNEXPR_LD", "default")
+    cache.reset()
+    default = cxx.toolchain()
+    assert default.link == ()
+    monkeypatch.setenv("DYNEXPR_LD", "bfd")
+    cache.reset()
+    bfd = cxx.toolchain()
+    assert bfd.link == ("-fuse-ld=bfd", "-Wl,--enable-new-dtags")
+    assert bfd.fingerprint() != default.fingerprint()  # units of each linker keyed apart
+    for bad, says in (("no-such-linker", "cannot link a shared library here"),
+                      ("gold; rm -rf ~", "is not a linker name")):
+        monkeypatch.setenv("DYNEXPR_LD", bad)
+        cache.reset()
+        with pytest.raises(BuildUnavailable, match=re.escape(says)) as e:
+            cxx.toolchain()
+        assert "DYNEXPR_LD" in str(e.value)
 
 
 # --------------------------------------------------------------- where the cache is

@@ -588,7 +588,7 @@ def _compile(d: Path, name: str) -> float:
     for s in system_includes():
         cmd += ["-isystem", s]
     # the assembler finds the constants' files (Note [constants in an export]) here
-    cmd += [f"-Wa,-I,{d}", *cxx.LINKFLAGS, f"-Wl,-soname,lib{name}.so", str(d / f"{name}.cpp"),
+    cmd += [f"-Wa,-I,{d}", *cxx.link_flags(), f"-Wl,-soname,lib{name}.so", str(d / f"{name}.cpp"),
             "-o", str(d / f"lib{name}.so"), str(d / cxx.RUNTIME_LIB), "-Wl,-rpath,$ORIGIN"]
     t0 = time.perf_counter()
     try:
