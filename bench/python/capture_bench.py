@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -77,18 +78,36 @@ def call_overhead() -> dict:
     return out
 
 
-def first_call() -> dict:
-    x, y = inputs()
-    res = {}
+@contextlib.contextmanager
+def new_cache():
+    """This process on a new, empty kernel cache; yields (its directory, the seconds the
+    precompiled prelude and the runtime library took: built side by side as a first
+    compile builds them, or found installed with the package)."""
     with tempfile.TemporaryDirectory(prefix="dynexpr-bench-") as d:
         os.environ["DYNEXPR_CACHE_DIR"] = d
         cache.reset()
         dynexpr.reset()
-        # What `pip install .` puts in the package (dynexpr/_pch/), else built here now.
         t = time.perf_counter()
-        cxx.ensure_pch()
-        cxx.ensure_runtime()
-        res["prelude_and_runtime_s"] = time.perf_counter() - t
+        cxx.ensure_prelude_and_runtime()
+        yield d, time.perf_counter() - t
+
+
+@contextlib.contextmanager
+def waiting_for_the_compiler():
+    """Calls wait for their unit to compile (config.background_compile = False)."""
+    dynexpr.config.background_compile = False
+    try:
+        yield
+    finally:
+        dynexpr.config.background_compile = True
+
+
+def first_call() -> dict:
+    x, y = inputs()
+    res = {}
+    with new_cache() as (d, built_s):
+        # What `pip install .` puts in the package (dynexpr/_pch/), else built here now.
+        res["prelude_and_runtime_s"] = built_s
         res["prelude_installed"] = str(cxx.ensure_pch()).startswith(str(cxx.PKG_DIR))
         # The default: the first call runs NumPy while the unit compiles in the
         # background (Note [tiered first call]); then the time until calls run compiled.
@@ -105,19 +124,12 @@ def first_call() -> dict:
         np.testing.assert_allclose(r, gelu10(x, y), rtol=1e-5, atol=1e-6)
         res["warm_process"] = warm_process(d)
     # The same first call waiting for the compiler (config.background_compile = False).
-    with tempfile.TemporaryDirectory(prefix="dynexpr-bench-") as d:
-        os.environ["DYNEXPR_CACHE_DIR"] = d
-        cache.reset()
-        dynexpr.reset()
-        cxx.ensure_pch()
-        cxx.ensure_runtime()
-        dynexpr.config.background_compile = False
+    with new_cache(), waiting_for_the_compiler():
         c0 = cache.stats["compile_seconds"]
         t = time.perf_counter()
         r = dynexpr.capture(gelu10)(x, y)
         res["first_call_sync_s"] = time.perf_counter() - t
         res["compile_s"] = cache.stats["compile_seconds"] - c0
-        dynexpr.config.background_compile = True
         np.testing.assert_allclose(r, gelu10(x, y), rtol=1e-5, atol=1e-6)
     return res
 
@@ -140,13 +152,7 @@ def compile_scaling(op_counts=(1, 10, 50), reps=5) -> dict:
     every call compiles."""
     x, y = inputs()
     out = {}
-    with tempfile.TemporaryDirectory(prefix="dynexpr-bench-") as d:
-        os.environ["DYNEXPR_CACHE_DIR"] = d
-        cache.reset()
-        dynexpr.reset()
-        cxx.ensure_pch()
-        cxx.ensure_runtime()
-        dynexpr.config.background_compile = False
+    with new_cache(), waiting_for_the_compiler():
         for n in op_counts:
             times = []
             for rep in range(reps):
@@ -159,7 +165,6 @@ def compile_scaling(op_counts=(1, 10, 50), reps=5) -> dict:
             times.sort()
             out[str(n)] = {"median_s": times[len(times) // 2], "min_s": times[0],
                            "max_s": times[-1], "reps": reps}
-        dynexpr.config.background_compile = True
     return out
 
 

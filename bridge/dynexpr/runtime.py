@@ -184,8 +184,9 @@ def _as_json(conv: dict):
 
 
 def warmup() -> None:
-    """Builds the precompiled prelude now (it is otherwise built by the first compile)."""
-    cxx.ensure_pch()
+    """Builds the precompiled prelude and the runtime library now (they are otherwise
+    built by the first compile)."""
+    cxx.ensure_prelude_and_runtime()
 
 
 def calling_convention(s: Schedule) -> dict:

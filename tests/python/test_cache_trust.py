@@ -341,6 +341,33 @@ def test_dynexpr_ld_picks_the_linker_and_a_bad_one_is_a_clear_error(fresh, monke
         assert "DYNEXPR_LD" in str(e.value)
 
 
+def test_prelude_and_runtime_library_build_side_by_side(tmp_path, monkeypatch):
+    """A new toolchain's two prerequisites are built at once, on two threads, and an
+    error of either still reaches the caller."""
+    monkeypatch.setenv("DYNEXPR_CACHE_DIR", str(tmp_path / "new"))
+    cache.reset()
+    runtime_started = threading.Event()
+    seen = {}
+
+    def prelude(d):
+        seen["prelude"] = threading.current_thread().name
+        # returns only once the runtime library's build has begun elsewhere
+        seen["overlapped"] = runtime_started.wait(timeout=120)
+        raise cache.CompileError("fake: the prelude does not compile")
+
+    def runtime(d):
+        seen["runtime"] = threading.current_thread().name
+        runtime_started.set()
+        raise BuildUnavailable("fake: no room for the runtime library")
+
+    monkeypatch.setattr(cxx, "build_pch", prelude)
+    monkeypatch.setattr(cxx, "build_runtime", runtime)
+    with pytest.raises(BuildUnavailable, match="no room for the runtime library"):
+        cxx.ensure_prelude_and_runtime()
+    assert seen["overlapped"] and seen["prelude"] != seen["runtime"], seen
+    cache.reset()
+
+
 # --------------------------------------------------------------- where the cache is
 def test_a_copied_cache_loads_without_recompiling(fresh, tmp_path):
     c = 6.5 + _NONCE

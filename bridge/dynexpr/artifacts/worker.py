@@ -42,8 +42,7 @@ def prepare() -> dict:
 
     t0 = time.perf_counter()
     tc = cxx.toolchain()
-    cxx.ensure_pch()
-    rt = cxx.ensure_runtime()
+    _, rt = cxx.ensure_prelude_and_runtime()
     return {"ok": True, "isa": isa.current(), "flags": list(cxx.CXXFLAGS),
             "compiler": tc.version,
             "abi": tc.abi, "headers": tc.headers, "runtime": str(rt / cxx.RUNTIME_LIB),
