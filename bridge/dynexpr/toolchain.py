@@ -162,8 +162,8 @@ def _pick_linker(cxx: str, asked: str) -> tuple[str, ...]:
         return flags
     if asked:
         raise BuildUnavailable(f"dynexpr: DYNEXPR_LD={asked!r}: `{cxx} -fuse-ld={name}` cannot "
-                               "link a shared library here; install that linker, or unset "
-                               "DYNEXPR_LD to use the compiler's default")
+                               "link a shared library here; install that linker, or set "
+                               "DYNEXPR_LD=default for the compiler's own linker")
     return ()
 
 
