@@ -25,6 +25,17 @@ would wait forever. After a fork the child gets fresh locks, queue and state; th
 compiles that were pending in the parent are queued again in the child and its own
 compile thread starts on the first wait or call that needs it (the cache's file lock
 makes the child find the parent's result when the parent publishes it first).
+
+Note [no imports on compile threads]
+CPython keeps one lock per module being imported. A fork while another thread holds one
+(it is importing that module for the first time) leaves the lock held forever in the
+child, and the child's compile thread, rerunning the parent's pending compile, waits on
+it when it reaches the same import: a multiprocessing fork pool started right after a
+first call hung this way (`from . import _config` inside toolchain.system_includes(),
+reached by the compile thread and the runtime-library helper at the same moment). So the
+code a compile runs imports nothing for the first time: modules it needs are imported
+with the package. test_cache_trust's test_a_first_compile_imports_nothing_on_its_threads
+watches every import made off the main thread during a first compile.
 """
 
 from __future__ import annotations

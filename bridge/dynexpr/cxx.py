@@ -126,7 +126,7 @@ def compile_unit(key: str, source: str, tmp: Path, final: Path) -> None:
 
 def _compiler(cmd: list[str]) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, check=False)
+        return _tc.run_tool(cmd)
     except OSError as e:  # the compiler vanished, or no memory / processes to start it
         raise _tc.unavailable(e, f"cannot start the compiler {cmd[0]}") from None
 

@@ -25,6 +25,7 @@ is removed and compiled once more; a second failure is an error.
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 from dataclasses import dataclass
 
@@ -178,8 +179,6 @@ def _try_kernel(art: cache.Artifact, s: Schedule | None = None):
 
 
 def _as_json(conv: dict):
-    import json
-
     return json.loads(json.dumps(conv))
 
 

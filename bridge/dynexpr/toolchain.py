@@ -11,8 +11,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    from . import _config  # written by meson at build time
+except ImportError:  # a source checkout run without building
+    _config = None
 
 LAYOUT = "v1"
 PKG_DIR = Path(__file__).resolve().parent
@@ -44,6 +50,51 @@ def classify(cmd: list[str], returncode: int, stderr: str, what: str) -> Compile
     return CompileError(text)
 
 
+# Note [starting a tool while another thread forks]
+# Popen's parent keeps pipe ends it waits on only while it starts the child: the error
+# pipe (read until exec closes it) and the output pipes' write ends (closed after the
+# start). A fork on another thread inside that window (a multiprocessing fork pool right
+# after a first call, while the compile thread starts g++) copies those ends into the
+# forked process, which keeps them open: the parent's Popen then waits for that process
+# to exit, and that process (a pool worker) waits for the compile the parent is stuck
+# in. So every tool starts through run_tool(), under _spawning, which os.fork() takes
+# before it forks (register_at_fork): a fork waits the few milliseconds of a start, and
+# a started tool's pipes hold nothing a forked process can keep open (its stdin is
+# /dev/null; input goes in a file). subprocess's own fork, which starts the tool, runs
+# no fork hooks.
+_spawning = threading.Lock()
+
+
+def _fresh_spawning_lock() -> None:
+    global _spawning
+    _spawning = threading.Lock()  # the fork's thread held the old one at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=lambda: _spawning.acquire(),
+                        after_in_parent=lambda: _spawning.release(),
+                        after_in_child=_fresh_spawning_lock)
+
+
+def run_tool(cmd: list[str], timeout: float | None = None,
+             env: dict | None = None) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, capture_output=True, text=True, timeout=timeout) with stdin
+    from /dev/null, started so that a fork on another thread cannot hang it (Note
+    [starting a tool while another thread forks]). Raises OSError when cmd cannot start,
+    subprocess.TimeoutExpired (the tool killed) when it outruns `timeout`."""
+    with _spawning:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+    with proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:  # a timeout or KeyboardInterrupt: no orphaned compiler
+            proc.kill()
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def unavailable(err: OSError, what: str) -> BuildUnavailable:
     """An OSError met while building (starting the compiler, writing a file)."""
     name = errno.errorcode.get(err.errno or 0, "")
@@ -73,13 +124,9 @@ def system_includes() -> list[str]:
     env = os.environ.get("DYNEXPR_SYSTEM_INCLUDES")
     if env:
         return [p for p in env.split(os.pathsep) if p]
-    out = []
-    try:
-        from . import _config  # written by meson at build time
-
-        out += list(getattr(_config, "SYSTEM_INCLUDES", ()))
-    except ImportError:
-        pass
+    # _config is imported with this module, never here: this runs on compile threads
+    # (Note [no imports on compile threads] in background.py)
+    out = list(getattr(_config, "SYSTEM_INCLUDES", ()))
     for cand in ("/usr/include/eigen3", "/usr/local/include/eigen3"):
         if cand not in out and Path(cand, "Eigen", "Core").is_file():
             out.append(cand)
@@ -170,11 +217,11 @@ def _pick_linker(cxx: str, asked: str) -> tuple[str, ...]:
 def _links(cxx: str, flags: tuple[str, ...]) -> bool:
     """Whether `cxx` with `flags` links a small C++ shared library."""
     with tempfile.TemporaryDirectory(prefix="dynexpr-ld-") as d:
-        out = Path(d) / "probe.so"
+        src, out = Path(d) / "probe.cpp", Path(d) / "probe.so"
         try:
-            proc = subprocess.run([cxx, *flags, "-shared", "-fPIC", "-pthread", "-x", "c++", "-",
-                                   "-o", str(out)], input="int dynexpr_ld_probe() { return 1; }\n",
-                                  capture_output=True, text=True, check=False, timeout=60)
+            src.write_text("int dynexpr_ld_probe() { return 1; }\n")
+            proc = run_tool([cxx, *flags, "-shared", "-fPIC", "-pthread", str(src), "-o",
+                             str(out)], timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             return False
         return proc.returncode == 0 and out.is_file()
@@ -249,7 +296,7 @@ def abi_version(kernels: Path) -> int:
 
 def _run(cmd: list[str]) -> str:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        proc = run_tool(cmd)
     except OSError as e:
         raise unavailable(e, f"cannot run the compiler {cmd[0]}") from None
     if proc.returncode != 0:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import pwd
 import re
 import shutil
 import stat
@@ -39,10 +40,8 @@ class UntrustedDirectory(OSError):
 
 def _user(uid: int) -> str:
     try:
-        import pwd
-
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except (ImportError, KeyError):
+    except KeyError:
         return f"uid {uid}"
 
 

@@ -682,6 +682,92 @@ def test_fork_pool_after_a_pending_background_compile(fresh):
     assert got == {"first": True, "pool": [True] * 4, "child": 0, "parent": True}
 
 
+def test_forks_never_hang_a_tool_starting_on_another_thread():
+    """Note [starting a tool while another thread forks]: a thread starts short tools
+    (run_tool) back to back while the main thread forks 60 children that keep whatever
+    they inherited open for 3 s. A fork inside a start's window would copy the start's
+    error pipe into a child and hold that start until the child exits (>= 3 s); with the
+    guard no start waits for a child."""
+    code = """
+        import threading, time
+        from dynexpr import toolchain
+
+        slowest, runs, stop = [0.0], [0], threading.Event()
+
+        def starter():
+            while not stop.is_set():
+                t0 = time.monotonic()
+                r = toolchain.run_tool(["true"])
+                slowest[0] = max(slowest[0], time.monotonic() - t0)
+                runs[0] += r.returncode == 0
+
+        th = threading.Thread(target=starter)
+        th.start()
+        kids = []
+        for _ in range(60):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(3)
+                os._exit(0)
+            kids.append(pid)
+            time.sleep(0.005)
+        stop.set()
+        th.join()
+        for pid in kids:
+            os.waitpid(pid, 0)
+        print(json.dumps({"runs": runs[0], "slowest": slowest[0]}))
+    """
+    got = run_child(code, None, timeout=300)
+    assert got["runs"] >= 20, got
+    assert got["slowest"] < 2.5, got
+
+
+def test_run_tool_gives_what_subprocess_run_gives():
+    from dynexpr import toolchain
+
+    r = toolchain.run_tool([sys.executable, "-c", "import sys; print('out'); "
+                            "print('err', file=sys.stderr); sys.exit(sys.stdin.read() == '' and 3)"])
+    assert (r.returncode, r.stdout, r.stderr) == (3, "out\n", "err\n")  # stdin: /dev/null
+    with pytest.raises(subprocess.TimeoutExpired):
+        toolchain.run_tool([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
+    with pytest.raises(OSError):
+        toolchain.run_tool(["/nonexistent/dynexpr-no-such-compiler"])
+
+
+def test_a_first_compile_imports_nothing_on_its_threads(fresh):
+    """Note [no imports on compile threads]: a fork while a compile thread imports a
+    module for the first time leaves that module's import lock held in the child, and the
+    child's own compile waits on it forever (seen as test_fork_pool_after_a_pending_
+    background_compile timing out). A first compile on a new cache (prelude, runtime
+    library, unit) runs on the compile thread and its helper: neither imports anything."""
+    code = f"""
+        import importlib.abc, threading
+        from dynexpr import background
+
+        seen = []
+
+        class Spy(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if threading.current_thread() is not threading.main_thread():
+                    seen.append([threading.current_thread().name, name])
+                return None  # the next finder imports it
+
+        sys.meta_path.insert(0, Spy())
+        dynexpr.config.background_compile = True
+        exec({CHAIN.format(c=16.5 + _NONCE)!r})
+        f = dynexpr.capture(chain)
+        x = np.linspace(-1, 1, 1000, dtype=np.float32)
+        ok = bool(np.allclose(f(x, x), chain(x, x)))
+        queued = background.pending()
+        done = background.synchronize(timeout=600)
+        ok = ok and bool(np.allclose(f(x, x), chain(x, x)))
+        print(json.dumps({{"ok": ok, "queued": queued, "done": done,
+                          "compiles": cache.stats["compiles"], "imports": seen}}))
+    """
+    got = run_child(code, fresh, timeout=900)
+    assert got == {"ok": True, "queued": 1, "done": True, "compiles": 1, "imports": []}
+
+
 # -------------------------------------------------------------------------- chaos
 def test_chaos_quick_mode():
     """tests/chaos_cache.py in its small fixed mode: kills during compiles and damaged

@@ -40,7 +40,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -54,7 +53,7 @@ from ..capture import Unsupported, translate
 from ..capture.calls import BindError, bind_call
 from ..capture.translate import translate_dynamic
 from ..guards import Guard, format_source, resolve
-from ..toolchain import source_dirs, system_includes
+from ..toolchain import run_tool, source_dirs, system_includes
 from . import isa
 
 CODES = manifest.CODES  # dtype name -> dx_dtype_code
@@ -592,7 +591,7 @@ def _compile(d: Path, name: str) -> float:
             "-o", str(d / f"lib{name}.so"), str(d / cxx.RUNTIME_LIB), "-Wl,-rpath,$ORIGIN"]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        proc = run_tool(cmd)
     except OSError as e:
         raise ExportError(f"dynexpr.export: cannot start the C++ compiler {cmd[0]}: {e}") \
             from None

@@ -61,7 +61,7 @@ def hwy_target() -> str:
     """The Highway static target units of this level are compiled for (a probe program
     compiled with the units' flags prints it)."""
     from .. import cxx
-    from ..toolchain import source_dirs, system_includes
+    from ..toolchain import run_tool, source_dirs, system_includes
 
     inc, _ = source_dirs()
     with tempfile.TemporaryDirectory() as d:
@@ -72,11 +72,11 @@ def hwy_target() -> str:
         for s in system_includes():
             cmd += ["-isystem", s]
         cmd += [src, "-o", exe, "-lhwy"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        proc = run_tool(cmd)
         if proc.returncode != 0:
             return f"unknown (the probe did not compile: {proc.stderr.strip()[-200:]})"
         try:
-            run = subprocess.run([exe], capture_output=True, text=True, check=False, timeout=30)
+            run = run_tool([exe], timeout=30)
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"unknown ({e})"
         if run.returncode != 0:  # e.g. SIGILL: this CPU cannot run the level

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import subprocess
 from pathlib import Path
 
 import numpy as np
 
 from .. import cache, codegen, cxx, eager
+from ..toolchain import run_tool
 from . import cuda_arrays
 from .base import Backend, Plan
 from .cuda_bind import bind
@@ -120,7 +120,7 @@ def build(unit: CudaUnit) -> Path:
         (tmp / "unit.cpp").write_text(text)
         cmd = [cxx.toolchain().cxx, *FLAGS, f"-I{tmp}", str(tmp / "unit.cpp"), "-o",
                str(tmp / "emulate.so")]
-        r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        r = run_tool(cmd)
         if r.returncode != 0:
             raise RuntimeError(f"dynexpr: the CUDA emulation unit did not compile "
                                f"({' '.join(cmd)}):\n{r.stderr[-4000:]}")
