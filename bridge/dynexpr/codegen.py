@@ -624,10 +624,14 @@ class _Unit:
             return x
 
         total = ["      total += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, s)));"]
+        short = op in ("sum", "mean", "max", "min") and L < _SHORT_ROW_MAX
         lines = [
             *_direct_head(k, T, fields, unpack, "r0, r1"),
             f"  const auto id = hn::Set(d, {ident});",
-            "  for (dx::index_t r = r0; r < r1; ++r) {",
+            *(["  dx::index_t r = r0;",
+               *_short_rows(k, T, L, op, fold, len(leaves), len(rowvals), len(scalars)),
+               "  for (; r < r1; ++r) {"] if short else
+              ["  for (dx::index_t r = r0; r < r1; ++r) {"]),
         ]
         if op in ("sum", "mean"):
             lines += ["    double total = 0;", *row_loop(same, total),
@@ -671,6 +675,10 @@ class _Unit:
             if u.id in seen:
                 continue
             seen.add(u.id)
+            if (u is not root and rowshape is not None and tuple(u.shape) == rowshape
+                    and u.dtype == T and self._view_of_storage(u)):
+                rowvals.append(u)  # a per-row operand by view: m[:, None] * v
+                continue
             if u is not root and self._storage_is_leaf(u):
                 if u.dtype != T:
                     return None
@@ -695,6 +703,17 @@ class _Unit:
             stack.append((u, True))
             stack += [(a, False) for a in reversed(u.args)]
         return order, leaves, rowvals, scalars
+
+    def _view_of_storage(self, u: ir.Value) -> bool:
+        """Whether u is a view (m[:, None], an expand_dims or reshape) of an input or a
+        buffer, none of it computed: a direct loop reads it through dxk::dense."""
+        if self._storage_is_leaf(u) or u.op not in _VIEW_OPS:
+            return False
+        while u.op in _VIEW_OPS and not self._storage_is_leaf(u):
+            if u.op == "getitem" and len(u.args) != 1:
+                return False  # dynamic offsets (Note [dynamic offsets])
+            u = u.args[0]
+        return self._storage_is_leaf(u) and u.op != "const"
 
     def _direct_name(self) -> str:
         return f"k{sum(1 for line in self.direct_fns if line.startswith('struct k'))}"
@@ -1017,6 +1036,7 @@ def _reaches_kept_positions(b: ir.Value, m: ir.Value, x: ir.Value, red: tuple) -
 # Op rules whose simd bodies take and give the one float dtype (Note [direct pointwise loops])
 _DIRECT_RULES = ("float_unary_rule", "float_binary_rule", "arith_rule", "same_rule")
 _DIRECT_REDUCE = ("sum", "mean", "max", "min", "var", "std")
+_VIEW_OPS = ("getitem", "expand_dims", "reshape", "squeeze")
 _DIRECT_ROW_MAX = 16384  # elements: longer rows need several threads per row
 _ROW_STEP_BYTES = 16384  # Note [rows of direct loops]: the rows each loop takes in turn
 
@@ -1059,6 +1079,62 @@ def _direct_head(k: str, T: str, fields: list, unpack: list, params: str,
         f"  {T}* __restrict__ out = a.out;",
         f"  const {tag} d;",
         "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
+    ]
+
+
+_SHORT_ROW_MAX = 16  # rows shorter than this may be shorter than a vector (float32, AVX-512)
+
+
+def _short_rows(k: str, T: str, L: int, op: str, fold: str | None, n_leaves: int,
+                n_rowvals: int, n_scalars: int) -> list[str]:
+    """A direct row reduction's rows when they are shorter than a vector (Note [short
+    inner rows] in eval/reduce.hpp): super-rows of P = lcm(L, N) elements evaluated as
+    full vectors into `v`, each per-row value (w<n>) permuted into its row's lanes; the
+    rows left over as one padded vector each. Every row is then folded from its L values
+    in order, first to last, in one place (`fold`), so a row's result does not depend on
+    which of the two paths, or which thread, computed it."""
+    leaves = [f"l{n} + r * {L}" for n in range(n_leaves)]
+    scalars = [f"s{n}" for n in range(n_scalars)]
+    spread = ", ".join(leaves + [f"hn::TableLookupLanes(hn::LoadU(d, w{n} + r + i / {L}), "
+                                 "hn::SetTableIndices(d, ix + i))"
+                                 for n in range(n_rowvals)] + scalars)
+    pad = ", ".join([f"t{n}" for n in range(n_leaves)]
+                    + [f"hn::Set(d, w{n}[r])" for n in range(n_rowvals)] + scalars)
+    if op in ("sum", "mean"):
+        body = ["      double t = x[0];",
+                f"      for (dx::index_t j = 1; j < {L}; ++j) t += x[j];",
+                f"      return static_cast<{T}>({'t' if op == 'sum' else f't / {L}'});"]
+    else:
+        body = [f"      {T} t = x[0];",
+                f"      for (dx::index_t j = 1; j < {L}; ++j) t = {fold}(t, x[j]);",
+                "      return t;"]
+    return [
+        f"  if ({L} < N && std::lcm<dx::index_t>({L}, N) <= 256) {{  // Note [short inner rows]",
+        f"    const dx::index_t P = std::lcm<dx::index_t>({L}, N), G = P / {L};",
+        f"    const auto fold = [](const {T}* x) -> {T} {{",
+        *body,
+        "    };",
+        f"    alignas(64) {T} v[256];",
+        *([  # lane q of a super-row reads its row's value w[r + q / L]: the packet at i
+             # loads N values from w + r + i / L and permutes them into its lanes
+            "    const hn::RebindToSigned<decltype(d)> di;",
+            "    alignas(64) hn::TFromD<decltype(di)> ix[256];",
+            "    for (dx::index_t q = 0; q < P; ++q)",
+            f"      ix[q] = static_cast<hn::TFromD<decltype(di)>>(q / {L} - (q - q % N) / {L});",
+            # the rows those loads touch, all before r1
+            f"    const dx::index_t reach = std::max<dx::index_t>(G, (P - N) / {L} + N);",
+        ] if n_rowvals else ["    const dx::index_t reach = G;"]),
+        "    for (; r + reach <= r1; r += G) {",
+        f"      for (dx::index_t i = 0; i < P; i += N) hn::Store({k}_at(d, {spread}, i), d, v + i);",
+        f"      for (dx::index_t g = 0; g < G; ++g) out[r + g] = fold(v + g * {L});",
+        "    }",
+        "    for (; r < r1; ++r) {  // rows left over: one padded vector each",
+        f"      const dx::index_t m = {L};",
+        *_padded(T, n_leaves, f"r * {L}", "      "),
+        f"      hn::Store({k}_at(d, {pad}, 0), d, v);",
+        "      out[r] = fold(v);",
+        "    }",
+        "  }",
     ]
 
 

@@ -471,6 +471,56 @@ TEST_CASE_TEMPLATE("reductions: column reductions of short rows (Note [short row
   }
 }
 
+TEST_CASE_TEMPLATE("reductions: row reductions of short rows (Note [short inner rows])", T,
+                   DX_ALL_DTYPES) {
+  // Rows shorter than a vector on AVX2 and AVX-512, enough of them for super-rows, with
+  // rows left over; every axis set and layout (only contiguous rows take super-rows).
+  const Shape shapes[] = {Shape{2003, 3}, Shape{1000, 1}, Shape{777, 5}, Shape{999, 7},
+                          Shape{517, 15}, Shape{5, 301, 2}};
+  std::deque<dx::Tensor<T>> keep;
+  unsigned seed = 900;
+  for (const Shape& s : shapes) {
+    for (const auto& [name, v] : layouts_of<T>(s, seed += 4, keep)) check_all_reductions<T>(v, name);
+  }
+}
+
+TEST_CASE_TEMPLATE("reductions: fused row reductions of short rows", T, float, double) {
+  const ld rel = std::is_same_v<T, float> ? 2e-6L : 1e-14L;
+  for (const index_t ni : {index_t{1}, index_t{3}, index_t{4}, index_t{7}, index_t{13}}) {
+    for (const index_t rows : {index_t{600}, index_t{20011}}) {
+      CAPTURE(ni);
+      CAPTURE(rows);
+      const auto x = uniform_tensor<T>(Shape{rows, ni}, 81, -2, 2);
+      const auto c = uniform_tensor<T>(Shape{1, ni}, 82, -1, 1);     // a repeated row
+      const auto w = uniform_tensor<T>(Shape{rows, 1}, 83, 0.5, 1);  // a weight per row
+      // a repeated row and a scalar (super-rows); a column operand (the row loop)
+      const auto s = dx::sum((x - c) * (x - c) + T(1), 1);
+      const auto m = dx::max(dx::abs(x - c), 1, true);
+      const auto k = dx::sum(w * x * x, 1);
+      REQUIRE(s.shape() == Shape{rows});
+      REQUIRE(m.shape() == Shape{rows, 1});
+      REQUIRE(k.shape() == Shape{rows});
+      for (index_t i = 0; i < rows; ++i) {
+        ld want = 0, bound = 0, kin = 0, kb = 0;
+        T mx = -std::numeric_limits<T>::infinity();
+        for (index_t j = 0; j < ni; ++j) {
+          const T d = static_cast<T>(x.at(i, j) - c.at(0, j));
+          const T e = static_cast<T>(static_cast<T>(d * d) + T(1));
+          want += e;
+          bound += std::fabs(static_cast<ld>(e));
+          mx = std::max(mx, static_cast<T>(std::abs(d)));
+          const T q = static_cast<T>(static_cast<T>(w.at(i, 0) * x.at(i, j)) * x.at(i, j));
+          kin += q;
+          kb += std::fabs(static_cast<ld>(q));
+        }
+        CHECK(std::fabs(s.at(i) - want) <= rel * 4 * bound);
+        CHECK(m.at(i, 0) == mx);
+        CHECK(std::fabs(k.at(i) - kin) <= rel * 4 * kb + rel);
+      }
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE("reductions: fused column reductions of short rows", T, float, double) {
   const ld rel = std::is_same_v<T, float> ? 2e-6L : 1e-14L;
   for (const index_t ni : {index_t{3}, index_t{8}, index_t{12}, index_t{100}}) {

@@ -13,7 +13,7 @@ pytest.importorskip("dynexpr._native", reason="the native extension is not built
 
 import dynexpr
 
-from compare import assert_matches_plain
+from compare import assert_matches_plain, unit_source
 
 RNG = np.random.default_rng(23)
 
@@ -80,3 +80,59 @@ def test_a_batch_of_point_sets_with_a_centre_each():
         return ((p - c) ** 2).sum(axis=1), p - c
 
     assert_matches_plain(fn, (pts,), dynexpr.capture(fn))
+
+
+# Row reductions of rows shorter than a vector (Note [short inner rows] in
+# include/dynexpr/eval/reduce.hpp): super-rows, a per-row operand permuted into its
+# row's lanes, rows left over folded the same way.
+def kinetic_energy(v, m):
+    return 0.5 * (m[:, None] * v**2).sum(axis=1)
+
+
+def speeds_and_extremes(v):
+    return np.sqrt((v * v).sum(axis=1)), np.abs(v).max(axis=1), v.min(axis=1)
+
+
+def weighted_row_means(x, w, b):
+    return (x * w[:, None] + b).mean(axis=1), (x * np.expand_dims(w, 1)).sum(axis=-1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cols", [1, 2, 3, 4, 5, 7, 8, 13, 15])
+def test_row_reductions_of_short_rows(dtype, cols):
+    for rows in (7, 1003, 50021):  # fewer rows than a super-row; rows left over per thread
+        v = (RNG.standard_normal((rows, cols)) * 2).astype(dtype)
+        m = RNG.uniform(0.5, 3.0, rows).astype(dtype)
+        b = RNG.standard_normal(cols).astype(dtype)
+        for fn, args in ((kinetic_energy, (v, m)), (speeds_and_extremes, (v,)),
+                         (weighted_row_means, (v, m, b))):
+            f = dynexpr.capture(fn)
+            assert_matches_plain(fn, args, f)
+
+
+def test_short_rows_propagate_nan_and_inf_as_numpy():
+    v = RNG.standard_normal((4099, 3))
+    v[5, 1] = np.nan
+    v[17, 0] = np.inf
+    v[4098, 2] = np.nan  # a row left over after the super-rows
+    v[300, :] = -np.inf
+    m = RNG.uniform(0.5, 3.0, 4099)
+    for fn, args in ((kinetic_energy, (v, m)), (speeds_and_extremes, (v,))):
+        f = dynexpr.capture(fn)
+        with np.errstate(invalid="ignore"):
+            assert_matches_plain(fn, args, f)
+        assert "Note [short inner rows]" in unit_source(f)  # the super-row loop is there
+
+
+def test_short_row_sums_do_not_depend_on_the_thread_count():
+    v = RNG.standard_normal((30011, 5)).astype(np.float32)
+    m = RNG.uniform(0.5, 3.0, 30011).astype(np.float32)
+    f = dynexpr.capture(kinetic_energy)
+    before = dynexpr.config.num_threads
+    base = f(v, m)
+    try:
+        for n in (1, 3):
+            dynexpr.config.num_threads = n
+            assert np.array_equal(f(v, m), base), n
+    finally:
+        dynexpr.config.num_threads = before
