@@ -57,7 +57,9 @@ def classify(cmd: list[str], returncode: int, stderr: str, what: str) -> Compile
 # after a first call, while the compile thread starts g++) copies those ends into the
 # forked process, which keeps them open: the parent's Popen then waits for that process
 # to exit, and that process (a pool worker) waits for the compile the parent is stuck
-# in. So every tool starts through run_tool(), under _spawning, which os.fork() takes
+# in. So every tool the library starts starts through run_tool() (the precompile CLI's
+# worker processes, started by a process that forks nothing, still use subprocess.run
+# with their spec on stdin), under _spawning, which os.fork() takes
 # before it forks (register_at_fork): a fork waits the few milliseconds of a start, and
 # a started tool's pipes hold nothing a forked process can keep open (its stdin is
 # /dev/null; input goes in a file). subprocess's own fork, which starts the tool, runs
