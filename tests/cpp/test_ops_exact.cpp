@@ -2,6 +2,8 @@
 // integer division and powers, each against its scalar body and NumPy 2.4 values.
 // Shared helpers and notes: ops_testing.hpp, test_ops_math.cpp.
 
+#include <random>
+
 #include "ops_testing.hpp"
 
 namespace {
@@ -288,6 +290,56 @@ TEST_CASE_TEMPLATE("floor_divide and remainder: NumPy's signs, zero divisors", T
                                    {T(0), T(-2), T(-0.0)}, {T(5), inf, T(5)}, {T(-5), inf, inf},
                                    {T(5), -inf, -inf}, {T(-5.5), T(2), T(0.5)}});
   }
+}
+
+// The packed path of Note [integer division through double]: whole packets of in-range
+// lanes (which the all-pairs test above rarely makes), its range edges, and packets mixing
+// in-range lanes with zero divisors, MIN // -1 and int64 lanes past 2^52.
+TEST_CASE_TEMPLATE("floor_divide and remainder of integers: packed path against the scalar body", T, INT_DTYPES) {
+  std::mt19937_64 rng(20261206);
+  std::vector<T> a, b;
+  using L = std::numeric_limits<T>;
+  const auto push = [&](long double x, long double y) {
+    if (x < (long double)L::min() || x > (long double)L::max()) return;
+    a.push_back(static_cast<T>(x));
+    b.push_back(static_cast<T>(y));
+  };
+  // Magnitudes from 1 to the type's (or 2^52's) top, both signs, both operands.
+  const int top = std::is_same_v<T, std::int64_t> ? 53 : (std::is_same_v<T, std::uint8_t> ? 8 : 31);
+  for (int k = 0; k < 20000; ++k) {
+    const int ea = int(rng() % top), eb = int(rng() % top);
+    T x = static_cast<T>(rng() & ((std::uint64_t(1) << ea) | ((std::uint64_t(1) << ea) - 1)));
+    T y = static_cast<T>(rng() & ((std::uint64_t(1) << eb) | ((std::uint64_t(1) << eb) - 1)));
+    if constexpr (std::is_signed_v<T>) {
+      if (rng() & 1) x = static_cast<T>(-x);
+      if (rng() & 1) y = static_cast<T>(-y);
+    }
+    if (y == 0) y = 1;
+    push(x, y);
+  }
+  // Exact multiples and their neighbours, where a rounded quotient would show.
+  for (int k = 0; k < 4000; ++k) {
+    const T y = static_cast<T>(std::is_signed_v<T> ? T(int(rng() % 2001) - 1000) : T(1 + rng() % 200));
+    if (y == 0) continue;
+    const long double qmax = std::is_same_v<T, std::int64_t> ? 4.0e15L / (y < 0 ? -y : y) : (long double)L::max() / (y < 0 ? -y : y);
+    const long double q = std::floor((long double)(rng() % 1000003) / 1000003.0L * qmax);
+    for (int d = -1; d <= 1; ++d) push((std::is_signed_v<T> && (rng() & 1) ? -q : q) * y + d, y);
+  }
+  if constexpr (std::is_signed_v<T>) {
+    // The packed path's limit (2^51 for int64) and lanes just past it.
+    const T edge = std::is_same_v<T, std::int64_t> ? static_cast<T>((std::int64_t(1) << 51) - 1) : L::max();
+    const bool wide = std::is_same_v<T, std::int64_t>;
+    for (const T e : {edge, static_cast<T>(wide ? edge + 1 : edge - 1),
+                      static_cast<T>(wide ? (std::int64_t(1) << 52) + 3 : edge - 2)})
+      for (const T y : {T(1), T(-1), T(2), T(-3), T(7), e, static_cast<T>(-e), edge, static_cast<T>(-edge)})
+        push(e, y), push(-e, y), push(static_cast<T>(e - 1), y), push(static_cast<T>(1 - e), y);
+    // Lanes the packed path must hand to the scalar body, among in-range ones.
+    push(L::min(), -1), push(7, 0), push(L::max(), 3), push(L::min(), 5), push(-5, L::min());
+  } else {
+    push(200, 0), push(255, 1);
+  }
+  check_pairs_against_scalar<ops::floor_divide_op>(a, b);
+  check_pairs_against_scalar<ops::mod_op>(a, b);
 }
 
 TEST_CASE_TEMPLATE("power of integers: exact, wraps, negative exponents throw", T, INT_DTYPES) {

@@ -139,7 +139,9 @@ op("floor_divide_op", "floor_divide", 2, "elementwise", "arith_rule", fp=DIV_FP,
   } else {
     return static_cast<T>(a / b);
   }
-}""")
+}""",
+   simd="""if constexpr (std::is_integral_v<hn::TFromD<D>>) return detail::int_divmod<floor_divide_op, false>(d, a, b);
+else return detail::by_lane<floor_divide_op>(d, a, b);""")
 op("mod_op", "remainder", 2, "elementwise", "arith_rule", fp=DIV_FP, cost=20, constexpr=False,
    aliases=("mod",), operator="%",
    check=_not_two_bools("remainder", "cast to an integer type first"),
@@ -165,7 +167,9 @@ op("mod_op", "remainder", 2, "elementwise", "arith_rule", fp=DIV_FP, cost=20, co
   } else {
     return static_cast<T>(a % b);
   }
-}""")
+}""",
+   simd="""if constexpr (std::is_integral_v<hn::TFromD<D>>) return detail::int_divmod<mod_op, true>(d, a, b);
+else return detail::by_lane<mod_op>(d, a, b);""")
 op("minimum_op", "minimum", 2, "elementwise", "arith_rule", on_bools="logical_and",
    check=_not_two_bools("minimum", "use dx::logical_and"),
    scalar="return detail::scalar_min(a, b);",

@@ -174,7 +174,8 @@ struct floor_divide_op : arith_rule {
   }
   template <class D, class V>
   static V simd([[maybe_unused]] D d, V a, V b) {
-    return detail::by_lane<floor_divide_op>(d, a, b);
+    if constexpr (std::is_integral_v<hn::TFromD<D>>) return detail::int_divmod<floor_divide_op, false>(d, a, b);
+    else return detail::by_lane<floor_divide_op>(d, a, b);
   }
 };
 
@@ -214,7 +215,8 @@ struct mod_op : arith_rule {
   }
   template <class D, class V>
   static V simd([[maybe_unused]] D d, V a, V b) {
-    return detail::by_lane<mod_op>(d, a, b);
+    if constexpr (std::is_integral_v<hn::TFromD<D>>) return detail::int_divmod<mod_op, true>(d, a, b);
+    else return detail::by_lane<mod_op>(d, a, b);
   }
 };
 
