@@ -23,6 +23,16 @@
  * so the Python code reads and replaces them as it did when they were instance
  * attributes; a hit here counts in _hits as a Python hit does.
  *
+ * Note [a plain verdict in C]
+ * An entry judged "plain" (judge.py) runs the plain function, and for a function of a few
+ * microseconds the judge's Python lines were most of what the capture added: a tuple and
+ * a dict for the arguments, the frame of Judge.call, `fn(*args, **kwargs)`, about 0.5 us.
+ * Seven calls in eight of Judge.call's plain branch only count down `calls_left`, so
+ * plain_call does those here: it reads `plain` and `calls_left`, stores the count and
+ * calls the function. Every eighth call, and any judge it cannot read, goes to
+ * Judge.call, which reads the clock and may start the re-check. Judge.call's plain
+ * branch and this function must count alike.
+ *
  * Python 3.11 does not give a heap subclass the vectorcall flag, but its tp_call
  * (PyVectorcall_Call, inherited) still reaches Dispatch_vectorcall: through an args
  * tuple, and still without a Python frame. */
@@ -39,7 +49,8 @@ typedef struct {
   Py_ssize_t hits;
 } DispatchObject;
 
-static PyObject *s_judge, *s_arg_index, *s_direct, *s_compiled, *s__call, *s_call;
+static PyObject *s_judge, *s_arg_index, *s_direct, *s_compiled, *s__call, *s_call, *s_plain,
+    *s_calls_left;
 static PyObject* s_miss; /* fast_call's "take the Python path" */
 
 #define MAX_FAST_ARGS 16
@@ -60,6 +71,41 @@ static PyObject* judged_call(PyObject* cf, PyObject* judge, PyObject* entry,
   return r;
 }
 
+/* The plain function on the call's arguments, for an entry whose verdict is "plain"
+ * (Note [a plain verdict in C]); `s_miss` (a new reference) where judge.call must run. */
+static PyObject* plain_call(PyObject* cf, PyObject* judge, PyObject* const* args,
+                            Py_ssize_t nargs) {
+  PyObject* plain = PyObject_GetAttr(judge, s_plain);
+  if (!plain) {
+    PyErr_Clear();
+    return Py_NewRef(s_miss);
+  }
+  const int is_plain = plain == Py_True;
+  Py_DECREF(plain);
+  if (!is_plain) return Py_NewRef(s_miss);
+  PyObject* left = PyObject_GetAttr(judge, s_calls_left);
+  if (!left) {
+    PyErr_Clear();
+    return Py_NewRef(s_miss);
+  }
+  long n = PyLong_CheckExact(left) ? PyLong_AsLong(left) : 1;
+  Py_DECREF(left);
+  if (n == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return Py_NewRef(s_miss);
+  }
+  --n;
+  if (!(n & 7)) return Py_NewRef(s_miss); /* judge.call reads the clock on this call */
+  PyObject* now = PyLong_FromLong(n);
+  if (!now || PyObject_SetAttr(judge, s_calls_left, now) < 0) {
+    Py_XDECREF(now);
+    return NULL;
+  }
+  Py_DECREF(now);
+  PyObject* fn = ((DispatchObject*)cf)->fn;
+  return fn ? PyObject_Vectorcall(fn, args, (size_t)nargs, NULL) : Py_NewRef(s_miss);
+}
+
 /* entry's kernel on its arguments and the output it returns (a judged entry: what its
  * judge returns), or `miss` (a new reference to it) where the entry needs the Python
  * path; NULL: the call raised. */
@@ -73,7 +119,11 @@ static PyObject* fast_call(PyObject* cf, PyObject* entry, PyObject* const* args,
     return Py_NewRef(miss);
   }
   if (judge != Py_None) {
-    PyObject* r = judged_call(cf, judge, entry, args, nargs);
+    PyObject* r = plain_call(cf, judge, args, nargs);
+    if (r == s_miss) {
+      Py_DECREF(r);
+      r = judged_call(cf, judge, entry, args, nargs);
+    }
     Py_DECREF(judge);
     return r;
   }
@@ -212,6 +262,8 @@ int dx_dispatch_init(void) {
       !(s_compiled = PyUnicode_InternFromString("compiled")) ||
       !(s__call = PyUnicode_InternFromString("_call")) ||
       !(s_call = PyUnicode_InternFromString("call")) ||
+      !(s_plain = PyUnicode_InternFromString("plain")) ||
+      !(s_calls_left = PyUnicode_InternFromString("calls_left")) ||
       !(s_miss = PyObject_CallNoArgs((PyObject*)&PyBaseObject_Type)))
     return -1;
   return PyType_Ready(&dx_DispatchType);

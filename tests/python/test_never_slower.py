@@ -284,3 +284,33 @@ def test_tiny_arrays_with_a_break_every_op_end_up_running_plain(backend):
     assert info.plain == info.judged, info.judged  # judged, and it runs plain
     a, b = rng.standard_normal(4), rng.standard_normal(4)
     assert_same(break_every_op(a.copy(), b.copy()), cf(a, b))
+
+
+def test_plain_calls_skip_the_judges_python_lines(fake, monkeypatch):
+    # Note [a plain verdict in C] (bridge/native/dispatch.c): after a plain verdict the
+    # native hit path calls the plain function itself on 7 calls in 8 and counts them as
+    # Judge.call would; every 8th reaches Judge.call, which reads the clock.
+    monkeypatch.setattr(judge.policy, "recheck_calls", 10**6)
+    cf = dynexpr.capture(scale_in_place, backend="eager")
+    call_and_compare(cf, scale_in_place, 7)
+    entry = cf.entries[0]
+    assert entry.verdict.plain
+    left = entry.judge.calls_left
+    seen = []
+    original = judge.Judge.call
+
+    def spy(self, *a):
+        seen.append(self.calls_left)
+        return original(self, *a)
+
+    monkeypatch.setattr(judge.Judge, "call", spy)
+    kernel_calls = counting(entry)
+    call_and_compare(cf, scale_in_place, 24)
+    assert entry.judge.calls_left == left - 24 and kernel_calls == []
+    # the calls Judge.call saw: those whose count reaches a multiple of 8
+    assert seen == [c + 1 for c in range(left - 1, left - 25, -1) if c % 8 == 0] and len(seen) == 3
+    assert len(fake.paths) == 6  # none of them timed
+    # a keyword call cannot take the native path: Judge.call counts it
+    x, y = np.ones(16), np.ones(16)
+    assert_same(scale_in_place(x.copy(), y), cf(x=x, y=y))
+    assert entry.judge.calls_left == left - 25
