@@ -36,6 +36,15 @@ def view_chain(x):
     return y * 2, z + 1, w.ravel(), np.broadcast_to(x[:, :1, :], (2, 3, 4)) + 0, x.flatten()
 
 
+@case(lambda rng: [(f32(rng, 6, 9),), (f64(rng, 6, 9),), (ints(rng, np.int64, 6, 9),),
+                   (ints(rng, np.uint8, 6, 9, lo=0, hi=255),)])
+def finite_differences(u):
+    # np.diff as views and a subtraction: higher orders, other axes, bools (not_equal),
+    # n=0 (the input itself), more orders than extents (empty)
+    return (np.diff(u), np.diff(u, n=2, axis=0), np.diff(u, axis=-2) / 0.1, np.diff(u, 0),
+            np.diff(u > u.mean()), np.diff(u, n=12), np.diff(u[0]).sum())
+
+
 # --- in-place updates of arguments -------------------------------------------------------------
 
 

@@ -369,6 +369,30 @@ def _fill_body(ctx, x, d):
     return PyVar(None)
 
 
+def _diff_body(ctx, x, d):
+    """np.diff(a, n, axis): n times a[..., 1:] - a[..., :-1] along axis (not_equal for
+    bools, as NumPy does), as views and a subtraction that fuse with what follows."""
+    if not isinstance(x, ArrayVar):
+        graph_break("np.diff of a list or scalar is not supported by dynexpr (convert it "
+                    "with np.asarray first)")
+    for name in ("prepend", "append"):
+        if const_arg(d, name) is not NOVALUE:
+            graph_break(f"np.diff({name}=...) is not supported by dynexpr")
+    n, axis = const_arg(d, "n"), const_arg(d, "axis")
+    if type(n) is not int or n < 0:
+        graph_break(f"np.diff(n={n!r}): NumPy takes a non-negative int here")
+    if x.ndim == 0 or type(axis) is not int or not -x.ndim <= axis < x.ndim:
+        graph_break(f"np.diff(axis={axis!r}) of a {x.ndim}-d array is not valid NumPy")
+    if n == 0:
+        return x
+    sub = np.not_equal if x.dtype == "bool" else np.subtract
+    lead = (slice(None),) * (axis % x.ndim)
+    for _ in range(n):
+        x = np_ops.ufunc(ctx, sub, [np_views.getitem(ctx, x, lead + (slice(1, None),)),
+                                    np_views.getitem(ctx, x, lead + (slice(None, -1),))])
+    return x
+
+
 _LIKE_SPEC = (("dtype", None), ("order", "K"), ("subok", True), ("shape", None), ("device", None))
 _SHARED = {  # name: (spec, body) — both np.<name>(a, ...) and a.<name>(...)
     "clip": (
@@ -426,6 +450,7 @@ _FUNCTION_ONLY = {
     "inner": ((("b", REQUIRED),), lambda c, x, d: np_linalg.inner(c, x, d["b"])),
     "vdot": ((("b", REQUIRED),), lambda c, x, d: np_linalg.vdot(c, x, d["b"])),
     "outer": ((("b", REQUIRED),), lambda c, x, d: np_linalg.outer(c, x, d["b"])),
+    "diff": ((("n", 1), ("axis", -1), ("prepend", NOVALUE), ("append", NOVALUE)), _diff_body),
 }
 
 
