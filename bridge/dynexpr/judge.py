@@ -110,6 +110,9 @@ class _Break:
     """The judge of a graph-break entry: the whole call is plain Python (no kernel)."""
 
     __slots__ = ()
+    # Read by the native hit path, which then calls the function itself (Note [a plain
+    # verdict in C] in bridge/native/dispatch.c).
+    plain, calls_left = True, None
 
     def call(self, cf: Any, entry: Any, bound: Any, args: tuple, kwargs: dict) -> Any:
         return cf._fn(*args, **kwargs)

@@ -31,7 +31,9 @@
  * plain_call does those here: it reads `plain` and `calls_left`, stores the count and
  * calls the function. Every eighth call, and any judge it cannot read, goes to
  * Judge.call, which reads the clock and may start the re-check. Judge.call's plain
- * branch and this function must count alike.
+ * branch and this function must count alike. The judge of an entry that is a graph
+ * break at its start (judge.BREAK: the whole call is plain Python, for good) says so
+ * with `calls_left = None`, and its calls go straight to the function.
  *
  * Python 3.11 does not give a heap subclass the vectorcall flag, but its tp_call
  * (PyVectorcall_Call, inherited) still reaches Dispatch_vectorcall: through an args
@@ -88,6 +90,11 @@ static PyObject* plain_call(PyObject* cf, PyObject* judge, PyObject* const* args
     PyErr_Clear();
     return Py_NewRef(s_miss);
   }
+  PyObject* fn = ((DispatchObject*)cf)->fn;
+  if (left == Py_None) { /* judge.BREAK: the whole call is plain, uncounted */
+    Py_DECREF(left);
+    return fn ? PyObject_Vectorcall(fn, args, (size_t)nargs, NULL) : Py_NewRef(s_miss);
+  }
   long n = PyLong_CheckExact(left) ? PyLong_AsLong(left) : 1;
   Py_DECREF(left);
   if (n == -1 && PyErr_Occurred()) {
@@ -102,7 +109,6 @@ static PyObject* plain_call(PyObject* cf, PyObject* judge, PyObject* const* args
     return NULL;
   }
   Py_DECREF(now);
-  PyObject* fn = ((DispatchObject*)cf)->fn;
   return fn ? PyObject_Vectorcall(fn, args, (size_t)nargs, NULL) : Py_NewRef(s_miss);
 }
 

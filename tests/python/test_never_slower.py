@@ -314,3 +314,22 @@ def test_plain_calls_skip_the_judges_python_lines(fake, monkeypatch):
     x, y = np.ones(16), np.ones(16)
     assert_same(scale_in_place(x.copy(), y), cf(x=x, y=y))
     assert entry.judge.calls_left == left - 25
+
+
+def test_a_function_that_breaks_at_its_start_runs_plain_without_the_judge(monkeypatch):
+    # judge.BREAK's calls_left = None: the native hit path calls the function itself.
+    def rotate(z, theta):
+        return z * np.exp(1j * theta)  # complex: not in dynexpr's dtypes, a graph break
+
+    seen = []
+    original = judge._Break.call
+    monkeypatch.setattr(judge._Break, "call", lambda self, *a: seen.append(1) or original(self, *a))
+    cf = dynexpr.capture(rotate)
+    z = np.arange(5) + 1j * np.arange(5)
+    assert_same(rotate(z, 0.3), cf(z, 0.3))  # the first call (a miss) runs in Python
+    first = len(seen)
+    for _ in range(5):
+        assert_same(rotate(z, 0.3), cf(z, 0.3))
+    assert cf.entries[0].judge is judge.BREAK and len(seen) == first
+    assert_same(rotate(z, 0.5), cf(z, theta=0.5))  # keywords: the Python path
+    assert len(seen) == first + 1
