@@ -352,6 +352,25 @@ def where_and_clip(x, y):
     )
 
 
+def _pendulum(y):
+    return np.array([y[1], -np.sin(y[0])])
+
+
+@case(lambda rng: [(f64(rng, 2), 0.01), (f32(rng, 2), 0.02)])
+def arrays_from_items(y, dt):
+    # np.array of NumPy scalars, numbers and equal-shape arrays: an ODE's right-hand
+    # side in an RK4 loop, a stack of rows, mixed kinds (NumPy picks the dtype)
+    for _ in range(20):
+        k1 = _pendulum(y)
+        k2 = _pendulum(y + dt / 2 * k1)
+        k3 = _pendulum(y + dt / 2 * k2)
+        k4 = _pendulum(y + dt * k3)
+        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return (y, np.array([y, y * 2, -y]), np.array([y[0], 2, dt]), np.asarray((y[1], 1.5)),
+            np.array([y[0] > 0, True]), np.array([y.sum(), 1], dtype=np.float32),
+            np.array([]), np.array([np.int32(3), 4]), np.array((y[0], y[1]))[::-1])
+
+
 @case(lambda rng: [(f64(rng, 5),)])
 def asarray_copy(x):
     a = np.asarray(x)

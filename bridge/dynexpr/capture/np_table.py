@@ -10,11 +10,12 @@ import numpy as np
 
 from .. import manifest, ops
 from . import np_linalg, np_ops, np_views, registry
-from .arrays import ArrayVar
+from .arrays import ArrayVar, fresh
 from .errors import graph_break
+from .infer import ask, example
 from .np_args import NOVALUE, REQUIRED, bind, const_arg, entry
 from .operators import const_of
-from .variables import PyVar, TupleVar, Var
+from .variables import ListVar, PyVar, ScalarInputVar, TupleVar, Var
 
 # --- reductions --------------------------------------------------------------------------
 
@@ -261,12 +262,39 @@ def _asarray(copy_default: Any) -> Callable:
             return np_ops.copy(tx.ctx, x) if (x.is_scalar or copy_) else x
         if np_ops.is_numeric_const(x):
             return np_ops.full(tx.ctx, (), x.value, dtype)
+        if isinstance(x, (ListVar, TupleVar)) and const_arg(d, "ndmin") == 0:
+            return _from_items(tx.ctx, x.items, dtype, const_arg(d, "order"))
         graph_break(
-            "np.asarray/np.array of Python data (lists, nested sequences) is not "
-            "captured; build the array outside the function and pass it in"
+            "np.asarray/np.array of Python data (nested sequences, or items that are not "
+            "arrays of one shape or numbers) is not captured; build the array outside the "
+            "function and pass it in"
         )
 
     return handler
+
+
+def _from_items(ctx, items: list, dtype: Any, order: Any) -> Var:
+    """np.array([a, b, ...]) of NumPy scalars, 0-d arrays, numbers or arrays of one shape
+    (an ODE's right-hand side `np.array([v, -np.sin(x)])`, a stack of rows): a new array
+    of len(items) + that shape, each item stored into its row with NumPy's casts. The
+    dtype is NumPy's own answer for items of those dtypes and kinds."""
+    shapes = {v.shape if isinstance(v, ArrayVar) else () for v in items}
+    if len(shapes) > 1 or any(not (isinstance(v, ArrayVar) or np_ops.is_numeric_const(v))
+                              for v in items):
+        graph_break("np.array of a list whose items are not all arrays of one shape or "
+                    "numbers is not captured; build it outside the function and pass it in")
+    shape = shapes.pop() if shapes else ()
+    if any(type(e) is not int for e in shape):
+        graph_break("np.array of a list of arrays with dynamic extents is not captured")
+    if len(shape) and order not in (None, "K", "A", "C"):
+        graph_break(f"np.array(..., order={order!r}) of a list of arrays is not captured")
+    sample = ask(np.array, [example(v) for v in items], dtype)
+    out = np_ops.full(ctx, (len(items),) + shape, 0, sample.dtype, empty=True)
+    for i, v in enumerate(items):
+        if isinstance(v, ScalarInputVar):  # a Python number argument, read at call time
+            v = fresh(ctx.graph, np_ops.operand(ctx, v, out.dtype), "scalar")
+        np_views.setitem(ctx, out, (i,), v)
+    return out
 
 
 def _scalar_type(t: type) -> Callable:
