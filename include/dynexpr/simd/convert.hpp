@@ -35,6 +35,11 @@ DYNEXPR_INLINE hn::Vec<DR> lanewise(DR dr, F&& f, D d, V... v) {
   alignas(64) TR out[n];
   std::size_t k = 0;
   ((hn::Store(v, d, in[k++])), ...);
+  // Note [a barrier between the stores and the lane loop]: without it GCC 12 at -O2 on
+  // AVX-512 vectorises the loop below into loads that it orders before a partial
+  // vector's Store (8 uint8 lanes of a 64-bit loop: `(a * 2) * 3` gave garbage), as if
+  // the two could not alias. The empty asm with a memory clobber keeps them in order.
+  __asm__ volatile("" ::: "memory");
   for (std::size_t i = 0; i < n; ++i) {
     std::size_t j = 0;
     // Unpack the i-th lane of each argument in order.
