@@ -104,3 +104,24 @@ def test_zero_divisors_and_overflow_give_numpys_values_and_flags(dtype):
     c[c == 0], c[17] = 2, 2
     with np.errstate(all="raise"):
         assert_matches_plain(divmod_arrays, [a, c], f)
+
+
+def blend_and_quantise(a, b, levels):
+    # halve without overflow, then posterise to `levels` grey levels
+    mean = a // 2 + b // 2 + ((a % 2) & (b % 2))
+    step = 256 // levels
+    return mean // step * step, mean % step
+
+
+@pytest.mark.parametrize("shape", [(7,), (480, 641), (3, 100, 5)])
+def test_uint8_images(shape):
+    a = RNG.integers(0, 256, shape, dtype=np.uint8)
+    b = RNG.integers(0, 256, shape, dtype=np.uint8)
+    f = dynexpr.capture(blend_and_quantise)
+    for levels in (4, 7, 256):
+        assert_matches_plain(blend_and_quantise, [a, b, levels], f)
+    # divisors that vary by pixel, zeros among them (NumPy: 0, "divide by zero")
+    d = RNG.integers(0, 256, shape, dtype=np.uint8)
+    g = dynexpr.capture(divmod_arrays)
+    with np.errstate(divide="ignore"):
+        assert_matches_plain(divmod_arrays, [a, d], g)

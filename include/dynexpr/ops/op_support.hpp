@@ -26,7 +26,8 @@
 // - 2^52 would do for both; 2^51 lets int64 convert to and from double by adding the
 //   magic number 1.5 * 2^52, two instructions on every target (Highway emulates the
 //   int64 conversions below AVX-512 with many more).
-// Every int32 qualifies. int64 lanes outside the range, zero divisors (NumPy's 0 and
+// Every int32 qualifies, and uint8 divides through float (exact below 2^24, by the same
+// argument with float's 2^-24). int64 lanes outside the range, zero divisors (NumPy's 0 and
 // "divide by zero" flag) and MIN // -1 (wraps, "overflow") take the scalar body through
 // detail::guarded2. A packed double division costs about 2 cycles a lane, for divisors
 // that vary lane by lane as well as for constant ones.
@@ -135,7 +136,7 @@ DYNEXPR_INLINE V keep_zero(D d, V x, V r) {
   return hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, r);
 }
 /// Integer floor division (kMod false) or NumPy's remainder (kMod true) of lanes of
-/// int32/int64, through double where that is exact (Note [integer division through
+/// int32/int64 (uint8: through float), through double where that is exact (Note [integer division through
 /// double]); other lanes, and types without the conversions, take Op's scalar body.
 template <class Op, bool kMod, class D, class V>
 DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
@@ -175,6 +176,28 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
                             hn::Or(hn::Ne(b, hn::Set(d, T(-1))),
                                    hn::Ne(a, hn::Set(d, std::numeric_limits<T>::min()))));
     return guarded2(d, a, b, ok, [&](V x, V y) {
+      return hn::Combine(d, half(hn::UpperHalf(dh, x), hn::UpperHalf(dh, y)),
+                         half(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
+    }, exact);
+  } else if constexpr (std::is_same_v<T, std::uint8_t> && simd::max_lanes_v<D> >= 4 &&
+                       HWY_TARGET != HWY_SCALAR) {
+    // Through float, exact for operands below 2^24: four quarters of the packet.
+    const hn::Half<D> dh;
+    const hn::Half<decltype(dh)> dq;
+    const hn::Rebind<std::int32_t, decltype(dq)> di;
+    const hn::Rebind<float, decltype(dq)> df;
+    const auto quarter = [&](auto x, auto y) {
+      const auto fx = hn::ConvertTo(df, hn::PromoteTo(di, x));
+      const auto fy = hn::ConvertTo(df, hn::PromoteTo(di, y));
+      const auto q = hn::Floor(hn::Div(fx, fy));
+      if constexpr (kMod) return hn::DemoteTo(dq, hn::ConvertTo(di, hn::NegMulAdd(fy, q, fx)));
+      else return hn::DemoteTo(dq, hn::ConvertTo(di, q));
+    };
+    const auto half = [&](auto x, auto y) {
+      return hn::Combine(dh, quarter(hn::UpperHalf(dq, x), hn::UpperHalf(dq, y)),
+                         quarter(hn::LowerHalf(dq, x), hn::LowerHalf(dq, y)));
+    };
+    return guarded2(d, a, b, hn::Ne(b, hn::Zero(d)), [&](V x, V y) {
       return hn::Combine(d, half(hn::UpperHalf(dh, x), hn::UpperHalf(dh, y)),
                          half(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
     }, exact);
