@@ -142,6 +142,30 @@ def test_scalar_bodies_are_written_as_cpp_scalars(fn):
     assert "dxk::sc<" in src and "dxk::frame L" not in src, src
 
 
+def pendulum_rk4(y, dt, n):
+    # the right-hand side built with np.array from NumPy scalars, as ODE code writes it
+    def f(y):
+        return np.array([y[1], -np.sin(y[0])])
+
+    for _ in range(n):
+        k1 = f(y)
+        k2 = f(y + dt / 2 * k1)
+        k3 = f(y + dt / 2 * k2)
+        k4 = f(y + dt * k3)
+        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return y
+
+
+@pytest.mark.parametrize("n", [3, 40, 500])
+def test_an_rk4_loop_whose_right_hand_side_is_np_array_rolls(n, backend):
+    args = (np.array([1.0, 0.0]), 0.01, n)
+    f = dynexpr.capture(pendulum_rk4, backend=backend)
+    assert_matches_plain(pendulum_rk4, args, f)
+    assert all(e.compiled is not None for e in f.entries)  # no graph break
+    if n == 500:
+        assert "loop" in translate(pendulum_rk4, list(copy.deepcopy(args))).graph.ops()
+
+
 def test_a_body_with_slices_keeps_the_general_loop():
     r = np.random.default_rng(1)
     src = _source(column_sweep, (r.random((4, 9)), r.random((4, 9)), 0.5))
