@@ -160,8 +160,9 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
       if constexpr (kMod) return to_int(hn::NegMulAdd(fy, q, fx));
       else return to_int(q);
     }, exact);
-  } else if constexpr (sizeof(T) == 4 && std::is_signed_v<T> && simd::max_lanes_v<D> >= 2 &&
-                       HWY_TARGET != HWY_SCALAR) {
+  }
+#if HWY_TARGET != HWY_SCALAR  // no Half/Combine there (nvcc's host pass of CUDA units)
+  else if constexpr (sizeof(T) == 4 && std::is_signed_v<T> && simd::max_lanes_v<D> >= 2) {
     const hn::Half<D> dh;
     const hn::Rebind<double, decltype(dh)> df;
     const auto half = [&](auto x, auto y) {
@@ -179,8 +180,7 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
       return hn::Combine(d, half(hn::UpperHalf(dh, x), hn::UpperHalf(dh, y)),
                          half(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
     }, exact);
-  } else if constexpr (std::is_same_v<T, std::uint8_t> && simd::max_lanes_v<D> >= 4 &&
-                       HWY_TARGET != HWY_SCALAR) {
+  } else if constexpr (std::is_same_v<T, std::uint8_t> && simd::max_lanes_v<D> >= 4) {
     // Through float, exact for operands below 2^24: four quarters of the packet.
     const hn::Half<D> dh;
     const hn::Half<decltype(dh)> dq;
@@ -201,7 +201,9 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
       return hn::Combine(d, half(hn::UpperHalf(dh, x), hn::UpperHalf(dh, y)),
                          half(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
     }, exact);
-  } else {
+  }
+#endif
+  else {
     return simd::lanewise(d, exact, d, a, b);
   }
 }
