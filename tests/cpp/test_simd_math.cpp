@@ -424,6 +424,30 @@ TEST_CASE_TEMPLATE("simd::Erf stays within its ULP bound", D, FloatFull, FloatPa
   CHECK(w.ulp <= bound<T>(1.5, 1.5));
 }
 
+TEST_CASE_TEMPLATE("simd::Tanh stays within its ULP bound on finite inputs", D, FloatFull,
+                   FloatPartial, FloatPair, DoubleFull, DoublePair) {
+  using T = hn::TFromD<D>;
+  using lim = std::numeric_limits<T>;
+  const D d;
+  Gen<T> g;
+  auto x = g.uniforms(-25, 25);
+  append(x, g.uniforms(-1, 1, 32768));  // n = 0, -1, -2 of the range reduction
+  for (int i = 0; i < 8192; ++i)        // tiny to moderate, subnormals included
+    x.push_back(g.log_uniform(lim::min_exponent - lim::digits, 4));
+  // Zeros are left out: their sign is the caller's (detail::keep_zero in the op's body).
+  for (T v : {lim::denorm_min(), lim::min(), lim::max(), -lim::max(), T(20), T(-20), T(10),
+              T(0.5), T(1e-8)})
+    x.push_back(v);
+  const auto fn = [](auto dd, auto v) { return simd::Tanh(dd, v); };
+  const auto w = measure1(d, fn, [](LD v) { return std::tanh(v); }, x);
+  report("Tanh", "[-25, 25] + tiny + edges", d, w, bound<T>(2.6, 2.6));
+  CHECK(w.ulp <= bound<T>(2.6, 2.6));
+  const auto ends = apply(d, fn, std::vector<T>{lim::max(), -lim::max(), T(-0.0)});
+  CHECK(ends[0] == T(1));
+  CHECK(ends[1] == T(-1));
+  CHECK(std::signbit(ends[2]));
+}
+
 TEST_CASE_TEMPLATE("simd::Sigmoid stays within its ULP bound", D, FloatFull, FloatPartial,
                    FloatPair, DoubleFull, DoublePair) {
   using T = hn::TFromD<D>;

@@ -702,18 +702,46 @@ HWY_INLINE V Sigmoid(D d, V x) {
 }
 
 
-/// tanh(x): float lanes by tanh|x| = -expm1(z) / (2 + expm1(z)), z = -2|x| clamped at
-/// -20, expm1 by one range reduction and a degree-7 polynomial (about 20 vector ops,
-/// 1.75x faster than hn::Tanh; max 2.5 ulp on (-12, 12)); double lanes use hn::Tanh.
-/// Finite x only: NaN and infinities are left to the caller (the guards of ops/op_support.hpp).
+/// tanh(x) by tanh|x| = -expm1(z) / (2 + expm1(z)), z = -2|x| (|x| capped where tanh
+/// rounds to 1), expm1 by one range reduction z = n ln2 + t and a polynomial in t:
+/// - float lanes: degree 7, about 20 vector ops, 1.75x faster than hn::Tanh; max 2.5 ulp
+///   on (-12, 12);
+/// - double lanes: degree 12 (Highway's exp polynomial), n by the 1.5·2^52 addition (no
+///   integer conversion), one division; hn::Tanh evaluates the same formula through a
+///   general Expm1 (two int32 conversions, two scalings by 2^n, three selects): 1.55x
+///   faster, max 2.5 ulp (hn::Tanh 3.0) on this AVX-512 machine.
+/// Finite x only: NaN, infinities and the sign of a zero result are left to the caller
+/// (the guards and keep_zero of ops/op_support.hpp).
 template <class D, class V>
 HWY_INLINE V Tanh(D d, V x) {
-  if constexpr (sizeof(hn::TFromD<D>) != 4) {
-    // tanh(±20) rounds to ±1 already; beyond it hn::Tanh's expm1(2|x|) overflows to inf
-    // and inf/inf raises "invalid" before its result is replaced by 1 (NumPy raises
-    // nothing for tanh of a large x).
-    const V lim = hn::Set(d, 20.0);
-    return hn::Tanh(d, hn::Min(hn::Max(x, hn::Neg(lim)), lim));
+  if constexpr (sizeof(hn::TFromD<D>) == 8) {
+    const hn::RebindToSigned<D> di;
+    const V sign = hn::And(x, hn::SignBit(d));
+    // tanh(20) rounds to 1 in double; the cap keeps -2|x| and 2^n finite.
+    const V z = hn::Mul(hn::Min(hn::Xor(x, sign), hn::Set(d, 20.0)), hn::Set(d, -2.0));
+    const V shifter = hn::Set(d, 6755399441055744.0);  // 1.5 * 2^52: n in the low bits
+    const V nt = hn::MulAdd(z, hn::Set(d, 1.4426950408889634074), shifter);
+    const V n = hn::Sub(nt, shifter);
+    // z - n ln2 in two parts (Cody-Waite; the head's n·ln2 is exact for |n| <= 58).
+    V t = hn::MulAdd(n, hn::Set(d, -0.6931471805596629565116018), z);
+    t = hn::MulAdd(n, hn::Set(d, -0.28235290563031577122588448175e-12), t);
+    V p = hn::Set(d, 2.08860621107283687536341e-9);
+    p = hn::MulAdd(p, t, hn::Set(d, 2.51112930892876518610661e-8));
+    p = hn::MulAdd(p, t, hn::Set(d, 2.75573911234900471893338e-7));
+    p = hn::MulAdd(p, t, hn::Set(d, 2.75572362911928827629423e-6));
+    p = hn::MulAdd(p, t, hn::Set(d, 2.4801587159235472998791e-5));
+    p = hn::MulAdd(p, t, hn::Set(d, 0.000198412698960509205564975));
+    p = hn::MulAdd(p, t, hn::Set(d, 0.00138888888889774492207962));
+    p = hn::MulAdd(p, t, hn::Set(d, 0.00833333333331652721664984));
+    p = hn::MulAdd(p, t, hn::Set(d, 0.0416666666666665047591422));
+    p = hn::MulAdd(p, t, hn::Set(d, 0.166666666666666851703837));
+    p = hn::MulAdd(p, t, hn::Set(d, 0.5));
+    p = hn::MulAdd(p, hn::Mul(t, t), t);  // expm1(t)
+    // s = 2^n: n's low bits shifted into the exponent field, plus the bias.
+    const V s = hn::BitCast(d, hn::Add(hn::ShiftLeft<52>(hn::BitCast(di, nt)),
+                                       hn::Set(di, int64_t{0x3FF} << 52)));
+    const V em1 = hn::MulAdd(s, p, hn::Sub(s, hn::Set(d, 1.0)));  // s (expm1(t) + 1) - 1
+    return hn::Or(hn::Div(hn::Neg(em1), hn::Add(em1, hn::Set(d, 2.0))), sign);
   } else {
     const hn::RebindToSigned<D> di;
     const V sign = hn::And(x, hn::SignBit(d));
