@@ -122,12 +122,14 @@ DYNEXPR_INLINE V guarded2(D d, V a, V b, hn::Mask<D> ok, Fast fast, Exact exact)
 template <class D, class V>
 DYNEXPR_INLINE hn::Mask<D> within(D d, V x, double lo, double hi) {
   using T = hn::TFromD<D>;
-  return hn::And(hn::Ge(x, hn::Set(d, static_cast<T>(lo))), hn::Le(x, hn::Set(d, static_cast<T>(hi))));
+  return hn::And(hn::Ge(x, hn::Set(d, static_cast<T>(lo))),
+                 hn::Le(x, hn::Set(d, static_cast<T>(hi))));
 }
 template <class D, class V>
 DYNEXPR_INLINE hn::Mask<D> above_within(D d, V x, double lo, double hi) {
   using T = hn::TFromD<D>;
-  return hn::And(hn::Gt(x, hn::Set(d, static_cast<T>(lo))), hn::Le(x, hn::Set(d, static_cast<T>(hi))));
+  return hn::And(hn::Gt(x, hn::Set(d, static_cast<T>(lo))),
+                 hn::Le(x, hn::Set(d, static_cast<T>(hi))));
 }
 /// f(x) for odd functions with f(0) = 0: +-0 lanes return x itself, so the sign of zero
 /// survives as in libm and NumPy (Highway's polynomials give +0 for sin(-0), expm1(-0)).
@@ -135,9 +137,19 @@ template <class D, class V>
 DYNEXPR_INLINE V keep_zero(D d, V x, V r) {
   return hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, r);
 }
+#if HWY_TARGET != HWY_SCALAR  // no Half/Combine there (nvcc's host pass of CUDA units)
+/// f applied to the upper halves of x and y and to their lower halves, put back together.
+template <class D, class V, class F>
+DYNEXPR_INLINE V by_halves(D d, V x, V y, F f) {
+  const hn::Half<D> dh;
+  return hn::Combine(d, f(hn::UpperHalf(dh, x), hn::UpperHalf(dh, y)),
+                     f(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
+}
+#endif
 /// Integer floor division (kMod false) or NumPy's remainder (kMod true) of lanes of
-/// int32/int64 (uint8: through float), through double where that is exact (Note [integer division through
-/// double]); other lanes, and types without the conversions, take Op's scalar body.
+/// int32/int64 (uint8: through float), through double where that is exact (Note [integer
+/// division through double]); other lanes, and types without the conversions, take Op's
+/// scalar body.
 template <class Op, bool kMod, class D, class V>
 DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
   using T = hn::TFromD<D>;
@@ -148,8 +160,12 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
     const hn::Rebind<double, D> df;
     const V magic_bits = hn::Set(d, T(0x4338000000000000));
     const auto magic = hn::Set(df, 6755399441055744.0);
-    const auto to_double = [&](V x) { return hn::Sub(hn::BitCast(df, hn::Add(x, magic_bits)), magic); };
-    const auto to_int = [&](auto x) { return hn::Sub(hn::BitCast(d, hn::Add(x, magic)), magic_bits); };
+    const auto to_double = [&](V x) {
+      return hn::Sub(hn::BitCast(df, hn::Add(x, magic_bits)), magic);
+    };
+    const auto to_int = [&](auto x) {
+      return hn::Sub(hn::BitCast(d, hn::Add(x, magic)), magic_bits);
+    };
     constexpr T lim = T(1) << 51;
     const V hi = hn::Set(d, lim), lo = hn::Set(d, -lim);
     const auto ok = hn::And(hn::And(hn::Lt(a, hi), hn::Gt(a, lo)),
@@ -176,10 +192,7 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
     const auto ok = hn::And(hn::Ne(b, hn::Zero(d)),
                             hn::Or(hn::Ne(b, hn::Set(d, T(-1))),
                                    hn::Ne(a, hn::Set(d, std::numeric_limits<T>::min()))));
-    return guarded2(d, a, b, ok, [&](V x, V y) {
-      return hn::Combine(d, half(hn::UpperHalf(dh, x), hn::UpperHalf(dh, y)),
-                         half(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
-    }, exact);
+    return guarded2(d, a, b, ok, [&](V x, V y) { return by_halves(d, x, y, half); }, exact);
   } else if constexpr (std::is_same_v<T, std::uint8_t> && simd::max_lanes_v<D> >= 4) {
     // Through float, exact for operands below 2^24: four quarters of the packet.
     const hn::Half<D> dh;
@@ -193,14 +206,9 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
       if constexpr (kMod) return hn::DemoteTo(dq, hn::ConvertTo(di, hn::NegMulAdd(fy, q, fx)));
       else return hn::DemoteTo(dq, hn::ConvertTo(di, q));
     };
-    const auto half = [&](auto x, auto y) {
-      return hn::Combine(dh, quarter(hn::UpperHalf(dq, x), hn::UpperHalf(dq, y)),
-                         quarter(hn::LowerHalf(dq, x), hn::LowerHalf(dq, y)));
-    };
-    return guarded2(d, a, b, hn::Ne(b, hn::Zero(d)), [&](V x, V y) {
-      return hn::Combine(d, half(hn::UpperHalf(dh, x), hn::UpperHalf(dh, y)),
-                         half(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
-    }, exact);
+    const auto half = [&](auto x, auto y) { return by_halves(dh, x, y, quarter); };
+    return guarded2(d, a, b, hn::Ne(b, hn::Zero(d)),
+                    [&](V x, V y) { return by_halves(d, x, y, half); }, exact);
   }
 #endif
   else {
