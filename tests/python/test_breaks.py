@@ -179,6 +179,19 @@ def test_long_loops_break_instead_of_unrolling_forever():
     assert f.entries[0].reason is None  # one graph, its loop a loop node
 
 
+def test_np_diff_with_a_huge_n_stays_small():
+    def g(x, n):
+        return np.diff(x, n=n) * 2
+
+    # Past the axis' length every further difference is empty, so the graph stops there
+    # (NumPy returns the empty array at once too).
+    f = dynexpr.capture(g, backend="eager")
+    for x in (np.arange(6.0), np.arange(12).reshape(3, 4) % 5, np.arange(4.0) > 1):
+        assert_same(g(x, 10**6), f(x, 10**6))
+        assert f.entries[-1].reason is None
+        assert len(f.entries[-1].translation.graph.canonical().splitlines()) < 60
+
+
 def test_recursion_breaks_cleanly():
     def fact(n, x):
         return x if n == 0 else fact(n - 1, x * n)

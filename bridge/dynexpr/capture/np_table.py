@@ -413,6 +413,10 @@ def _diff_body(ctx, x, d):
         graph_break(f"np.diff(axis={axis!r}) of a {x.ndim}-d array is not valid NumPy")
     if n == 0:
         return x
+    extent = x.shape[axis]
+    if not isinstance(extent, int):  # slicing specialises the axis; never n steps blind
+        graph_break("np.diff along an axis of dynamic length is not supported by dynexpr")
+    n = min(n, extent)  # the axis is empty after `extent` steps, and stays so
     sub = np.not_equal if x.dtype == "bool" else np.subtract
     lead = (slice(None),) * (axis % x.ndim)
     for _ in range(n):
