@@ -640,6 +640,36 @@ HWY_INLINE V Erf(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
+namespace detail {
+/// x = n ln2 + t for double lanes (|x| < 700): returns t, |t| <= ln2/2 (two-part ln2,
+/// Cody-Waite: the head's n·ln2 is exact); nt = n + 1.5·2^52 holds n in its low bits.
+template <class D, class V>
+HWY_INLINE V ReduceLn2(D d, V x, V& nt) {
+  const V shifter = hn::Set(d, 6755399441055744.0);  // 1.5 * 2^52
+  nt = hn::MulAdd(x, hn::Set(d, 1.4426950408889634074), shifter);
+  const V n = hn::Sub(nt, shifter);
+  const V t = hn::MulAdd(n, hn::Set(d, -0.6931471805596629565116018), x);
+  return hn::MulAdd(n, hn::Set(d, -0.28235290563031577122588448175e-12), t);
+}
+/// expm1(t) for double lanes, |t| <= ln2/2: t + t^2 P(t), P Highway's degree-10 exp
+/// polynomial.
+template <class D, class V>
+HWY_INLINE V Expm1Reduced(D d, V t) {
+  V p = hn::Set(d, 2.08860621107283687536341e-9);
+  p = hn::MulAdd(p, t, hn::Set(d, 2.51112930892876518610661e-8));
+  p = hn::MulAdd(p, t, hn::Set(d, 2.75573911234900471893338e-7));
+  p = hn::MulAdd(p, t, hn::Set(d, 2.75572362911928827629423e-6));
+  p = hn::MulAdd(p, t, hn::Set(d, 2.4801587159235472998791e-5));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.000198412698960509205564975));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.00138888888889774492207962));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.00833333333331652721664984));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.0416666666666665047591422));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.166666666666666851703837));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.5));
+  return hn::MulAdd(p, hn::Mul(t, t), t);
+}
+}  // namespace detail
+
 template <class D, class V>
 HWY_INLINE V ExpInRange(D d, V x) {
   using T = hn::TFromD<D>;
@@ -661,24 +691,10 @@ HWY_INLINE V ExpInRange(D d, V x) {
     return hn::BitCast(d, hn::Add(hn::BitCast(di, p), e));
   } else {
     const hn::Rebind<int64_t, D> di;
-    const V shifter = hn::Set(d, 6755399441055744.0);  // 1.5 * 2^52
-    const V t = hn::MulAdd(x, hn::Set(d, 1.4426950408889634074), shifter);
-    const V k = hn::Sub(t, shifter);
-    V r = hn::MulAdd(k, hn::Set(d, -0.6931471805596629565116018), x);
-    r = hn::MulAdd(k, hn::Set(d, -0.28235290563031577122588448175e-12), r);
-    V p = hn::Set(d, 2.08860621107283687536341e-9);
-    p = hn::MulAdd(p, r, hn::Set(d, 2.51112930892876518610661e-8));
-    p = hn::MulAdd(p, r, hn::Set(d, 2.75573911234900471893338e-7));
-    p = hn::MulAdd(p, r, hn::Set(d, 2.75572362911928827629423e-6));
-    p = hn::MulAdd(p, r, hn::Set(d, 2.4801587159235472998791e-5));
-    p = hn::MulAdd(p, r, hn::Set(d, 0.000198412698960509205564975));
-    p = hn::MulAdd(p, r, hn::Set(d, 0.00138888888889774492207962));
-    p = hn::MulAdd(p, r, hn::Set(d, 0.00833333333331652721664984));
-    p = hn::MulAdd(p, r, hn::Set(d, 0.0416666666666665047591422));
-    p = hn::MulAdd(p, r, hn::Set(d, 0.166666666666666851703837));
-    p = hn::MulAdd(p, r, hn::Set(d, 0.5));
-    p = hn::Add(hn::MulAdd(p, hn::Mul(r, r), r), hn::Set(d, 1.0));
-    const auto e = hn::ShiftLeft<52>(hn::BitCast(di, t));
+    V nt = hn::Zero(d);
+    const V r = detail::ReduceLn2(d, x, nt);
+    const V p = hn::Add(detail::Expm1Reduced(d, r), hn::Set(d, 1.0));
+    const auto e = hn::ShiftLeft<52>(hn::BitCast(di, nt));
     return hn::BitCast(d, hn::Add(hn::BitCast(di, p), e));
   }
 }
@@ -719,24 +735,8 @@ HWY_INLINE V Tanh(D d, V x) {
     const V sign = hn::And(x, hn::SignBit(d));
     // tanh(20) rounds to 1 in double; the cap keeps -2|x| and 2^n finite.
     const V z = hn::Mul(hn::Min(hn::Xor(x, sign), hn::Set(d, 20.0)), hn::Set(d, -2.0));
-    const V shifter = hn::Set(d, 6755399441055744.0);  // 1.5 * 2^52: n in the low bits
-    const V nt = hn::MulAdd(z, hn::Set(d, 1.4426950408889634074), shifter);
-    const V n = hn::Sub(nt, shifter);
-    // z - n ln2 in two parts (Cody-Waite; the head's n·ln2 is exact for |n| <= 58).
-    V t = hn::MulAdd(n, hn::Set(d, -0.6931471805596629565116018), z);
-    t = hn::MulAdd(n, hn::Set(d, -0.28235290563031577122588448175e-12), t);
-    V p = hn::Set(d, 2.08860621107283687536341e-9);
-    p = hn::MulAdd(p, t, hn::Set(d, 2.51112930892876518610661e-8));
-    p = hn::MulAdd(p, t, hn::Set(d, 2.75573911234900471893338e-7));
-    p = hn::MulAdd(p, t, hn::Set(d, 2.75572362911928827629423e-6));
-    p = hn::MulAdd(p, t, hn::Set(d, 2.4801587159235472998791e-5));
-    p = hn::MulAdd(p, t, hn::Set(d, 0.000198412698960509205564975));
-    p = hn::MulAdd(p, t, hn::Set(d, 0.00138888888889774492207962));
-    p = hn::MulAdd(p, t, hn::Set(d, 0.00833333333331652721664984));
-    p = hn::MulAdd(p, t, hn::Set(d, 0.0416666666666665047591422));
-    p = hn::MulAdd(p, t, hn::Set(d, 0.166666666666666851703837));
-    p = hn::MulAdd(p, t, hn::Set(d, 0.5));
-    p = hn::MulAdd(p, hn::Mul(t, t), t);  // expm1(t)
+    V nt = hn::Zero(d);
+    const V p = detail::Expm1Reduced(d, detail::ReduceLn2(d, z, nt));  // expm1(t)
     // s = 2^n: n's low bits shifted into the exponent field, plus the bias.
     const V s = hn::BitCast(d, hn::Add(hn::ShiftLeft<52>(hn::BitCast(di, nt)),
                                        hn::Set(di, int64_t{0x3FF} << 52)));
