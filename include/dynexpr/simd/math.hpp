@@ -655,17 +655,11 @@ HWY_INLINE V ReduceLn2(D d, V x, V& nt) {
 /// polynomial.
 template <class D, class V>
 HWY_INLINE V Expm1Reduced(D d, V t) {
-  V p = hn::Set(d, 2.08860621107283687536341e-9);
-  p = hn::MulAdd(p, t, hn::Set(d, 2.51112930892876518610661e-8));
-  p = hn::MulAdd(p, t, hn::Set(d, 2.75573911234900471893338e-7));
-  p = hn::MulAdd(p, t, hn::Set(d, 2.75572362911928827629423e-6));
-  p = hn::MulAdd(p, t, hn::Set(d, 2.4801587159235472998791e-5));
-  p = hn::MulAdd(p, t, hn::Set(d, 0.000198412698960509205564975));
-  p = hn::MulAdd(p, t, hn::Set(d, 0.00138888888889774492207962));
-  p = hn::MulAdd(p, t, hn::Set(d, 0.00833333333331652721664984));
-  p = hn::MulAdd(p, t, hn::Set(d, 0.0416666666666665047591422));
-  p = hn::MulAdd(p, t, hn::Set(d, 0.166666666666666851703837));
-  p = hn::MulAdd(p, t, hn::Set(d, 0.5));
+  const V p = Horner(d, t, 0.5, 0.166666666666666851703837, 0.0416666666666665047591422,
+                     0.00833333333331652721664984, 0.00138888888889774492207962,
+                     0.000198412698960509205564975, 2.4801587159235472998791e-5,
+                     2.75572362911928827629423e-6, 2.75573911234900471893338e-7,
+                     2.51112930892876518610661e-8, 2.08860621107283687536341e-9);
   return hn::MulAdd(p, hn::Mul(t, t), t);
 }
 }  // namespace detail
@@ -737,7 +731,8 @@ HWY_INLINE V Tanh(D d, V x) {
     const V z = hn::Mul(hn::Min(hn::Xor(x, sign), hn::Set(d, 20.0)), hn::Set(d, -2.0));
     V nt = hn::Zero(d);
     const V p = detail::Expm1Reduced(d, detail::ReduceLn2(d, z, nt));  // expm1(t)
-    // s = 2^n: n's low bits shifted into the exponent field, plus the bias.
+    // s = 2^n: Pow2I's construction, from the nt the reduction already made (n's low
+    // bits shifted into the exponent field, plus the bias), one op fewer than Pow2I(n).
     const V s = hn::BitCast(d, hn::Add(hn::ShiftLeft<52>(hn::BitCast(di, nt)),
                                        hn::Set(di, int64_t{0x3FF} << 52)));
     const V em1 = hn::MulAdd(s, p, hn::Sub(s, hn::Set(d, 1.0)));  // s (expm1(t) + 1) - 1
