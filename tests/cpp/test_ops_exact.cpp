@@ -342,6 +342,76 @@ TEST_CASE_TEMPLATE("floor_divide and remainder of integers: packed path against 
   check_pairs_against_scalar<ops::mod_op>(a, b);
 }
 
+// Note [division by a scalar]: every uint8 dividend by every uint8 divisor, and int32
+// dividends (both ends, exact multiples and their neighbours, random) by divisors of every
+// size and sign, through the prepared divisor, against the scalar body. Twice: alone (full
+// vectors, and a tail) and beside an int64 operand (the loop's lanes set by int64, so the
+// divided vectors are partial).
+template <class T, class Op>
+void check_by_scalar(const std::vector<T>& a, T b) {
+  const index_t n = static_cast<index_t>(a.size());
+  dx::Tensor<T> x(Shape{n});
+  std::copy(a.begin(), a.end(), x.data());
+  dx::Tensor<std::int64_t> zero(Shape{n});
+  std::fill(zero.data(), zero.data() + n, std::int64_t{0});
+  const dx::Tensor<T> alone = dx::eval(dx::apply<Op>(x, b));
+  const dx::Tensor<std::int64_t> mixed = dx::eval(dx::apply<Op>(x, b) + zero);
+  int bad = 0, first = -1;
+  for (index_t i = 0; i < n; ++i) {
+    const T want = Op::scalar(a[i], b);
+    const bool wrong = alone.data()[i] != want || mixed.data()[i] != std::int64_t(want);
+    if (wrong && first < 0) first = int(i);
+    bad += wrong;
+  }
+  CHECK_MESSAGE(bad == 0, Op::name << " by " << +b << ": " << bad << " of " << n << " wrong, first "
+                                   << +a[first < 0 ? 0 : first]);
+}
+
+TEST_CASE("floor_divide and remainder by a scalar: every uint8 pair") {
+  std::vector<std::uint8_t> a;
+  for (int rep = 0; rep < 3; ++rep)  // 768 elements: whole packets and a partial one
+    for (int v = 0; v < 256; ++v) a.push_back(std::uint8_t(rep == 1 ? 255 - v : v));
+  a.resize(a.size() - 5);
+  for (int b = 0; b < 256; ++b) {
+    check_by_scalar<std::uint8_t, ops::floor_divide_op>(a, std::uint8_t(b));
+    check_by_scalar<std::uint8_t, ops::mod_op>(a, std::uint8_t(b));
+  }
+}
+
+TEST_CASE_TEMPLATE("floor_divide and remainder by a scalar: int32, int64", T, std::int32_t, std::int64_t) {
+  using L = std::numeric_limits<T>;
+  constexpr bool wide = std::is_same_v<T, std::int64_t>;
+  constexpr int bits = wide ? 63 : 31;
+  const T p50 = wide ? T(std::int64_t(1) << 50) : L::max();  // int64's packed limit
+  std::mt19937_64 rng(20261207);
+  const auto draw = [&] {  // magnitudes of every bit length, both signs
+    const int e = int(rng() % (bits + 1));
+    const auto v = static_cast<T>(rng() & ((std::uint64_t(1) << e) - 1));
+    return rng() & 1 ? v : static_cast<T>(-v);
+  };
+  std::vector<T> divisors = {1, -1, 2, -2, 3, -3, 7, -7, 10, -10, 255, 256, -256, 1000003, -65537,
+                             L::max(), L::min(), T(L::min() + 1), T(L::max() - 1), 0, T(p50 - 1),
+                             T(1 - p50), p50, T(-p50), T(p50 / 3), T(-(p50 / 3))};
+  for (int k = 0; k < 40; ++k) divisors.push_back(draw());
+  for (const T b : divisors) {
+    std::vector<T> a = {0, 1, -1, L::max(), L::min(), T(L::max() - 1), T(L::min() + 1),
+                        T(p50 - 1), T(1 - p50), p50, T(-p50)};
+    for (int k = 0; k < 2000; ++k) a.push_back(draw());
+    if (b != 0) {  // exact multiples of b and their neighbours, up to the packed limit
+      const long double qmax = (long double)(wide ? p50 : L::max()) / std::fabs((long double)b);
+      for (int k = 0; k < 1000; ++k) {
+        const long double q = std::floor((long double)(rng() % 1000003) / 1000003.0L * qmax);
+        for (int d = -1; d <= 1; ++d) {
+          const long double v = (rng() & 1 ? -q : q) * (long double)b + d;
+          if (v >= (long double)L::min() && v <= (long double)L::max()) a.push_back(static_cast<T>(v));
+        }
+      }
+    }
+    check_by_scalar<T, ops::floor_divide_op>(a, b);
+    check_by_scalar<T, ops::mod_op>(a, b);
+  }
+}
+
 // Ops that run their scalar body lane by lane (uint8 multiply, shifts) on the result of
 // another op, in a loop whose lanes are set by a wider operand (an int64 scalar): the
 // partial uint8 vectors went through detail::by_lane with GCC reordering the lane loop's

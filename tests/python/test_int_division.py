@@ -1,8 +1,9 @@
 """Integer floor division and remainder as people write them: bins of an index, digits of
 a number, a day of the week, wrap-around indices. Packed lanes divide through double
-(Note [integer division through double] in include/dynexpr/ops/op_support.hpp); lanes
-it cannot take exactly (int64 past 2^51, zero divisors, MIN // -1) take the scalar body
-with NumPy's flags. Every result is compared with plain NumPy (values, dtype, shape)."""
+(Note [integer division through double] in include/dynexpr/ops/op_support.hpp), or by a
+divisor prepared once when it is a scalar (Note [division by a scalar]); lanes it cannot
+take exactly (int64 past 2^51, zero divisors, MIN // -1) take the scalar body with NumPy's
+flags. Every result is compared with plain NumPy (values, dtype, shape)."""
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ pytest.importorskip("dynexpr._native", reason="the native extension is not built
 
 import dynexpr
 
-from compare import assert_matches_plain
+from compare import assert_matches_plain, unit_source
 
 RNG = np.random.default_rng(1206)
 
@@ -104,6 +105,55 @@ def test_zero_divisors_and_overflow_give_numpys_values_and_flags(dtype):
     c[c == 0], c[17] = 2, 2
     with np.errstate(all="raise"):
         assert_matches_plain(divmod_arrays, [a, c], f)
+
+
+def by_scalar(a, s):
+    return a // s, a % s, (a + 1) // s * s
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64"])
+def test_scalar_divisors_of_every_size_and_sign(dtype):
+    # A scalar divisor is prepared once per call (Note [division by a scalar]): uint8 by a
+    # multiply-high, int32 and int64 by a multiply with a half-step bias. Every uint8 pair
+    # and the int32/int64 ranges are checked exhaustively in tests/cpp/test_ops_exact.cpp;
+    # here the captured path, one capture per divisor (an int argument is a value guard).
+    info = np.iinfo(dtype)
+    if dtype == "uint8":
+        a = np.arange(256 * 3, dtype=np.int64).astype(dtype)
+        divisors = [1, 7, 255]
+    else:
+        top = 63 if dtype == "int64" else 31
+        a = np.concatenate([signed_values(dtype, 30000, top),
+                            np.array([info.min, info.max, 0, 1, -1, 2**30, -(2**30)], dtype)])
+        divisors = [-3, 1000003, info.min]
+        if dtype == "int64":
+            e = 2**50  # lanes and divisors at the packed path's edge
+            a = np.concatenate([a, np.array([e - 1, e, 1 - e, -e, e + 1, 2**51], dtype)])
+            divisors = [7, e - 1, -e]
+    for s in divisors:
+        f = dynexpr.capture(by_scalar)
+        with np.errstate(over="ignore"):  # (a + 1) wraps at the type's top, in both
+            assert_matches_plain(by_scalar, [a, s], f)
+            assert_matches_plain(by_scalar, [a // s * s + a % 3 - 1, s], f)  # multiples, +-1
+        assert len(f.entries) == 1 and "floor_divide" in unit_source(f)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64"])
+def test_scalar_zero_and_minus_one_divisors_keep_numpys_flags(dtype):
+    a = np.arange(-100, 100).astype(dtype)
+    f = dynexpr.capture(divmod_arrays)
+    with np.errstate(divide="ignore"):
+        assert_matches_plain(divmod_arrays, [a, 0], f)
+    for what in (divmod_arrays, f):
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError, match="divide by zero"):
+            what(a.copy(), 0)
+    if dtype != "uint8":
+        m = np.concatenate([a, np.array([np.iinfo(dtype).min], dtype)])
+        with np.errstate(over="ignore"):
+            assert_matches_plain(divmod_arrays, [m, -1], f)
+        for what in (divmod_arrays, f):
+            with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+                what(m.copy(), -1)
 
 
 def blend_and_quantise(a, b, levels):

@@ -249,6 +249,42 @@ struct evaluator<map_expr<Op, A...>> : map_evaluator_base<Op, A...> {
   }
 };
 
+/// Integer floor division and remainder by a scalar node: the divisor is prepared once
+/// per evaluator (Note [division by a scalar] in ops/op_support.hpp).
+template <class Op, class A, class T>
+  requires((std::is_same_v<Op, ops::floor_divide_op> || std::is_same_v<Op, ops::mod_op>) &&
+           std::is_integral_v<typename Op::template compute<typename A::value_type, T>> &&
+           !std::is_same_v<T, bool>)
+struct evaluator<map_expr<Op, A, scalar_expr<T>>> : map_evaluator_base<Op, A, scalar_expr<T>> {
+  using base = map_evaluator_base<Op, A, scalar_expr<T>>;
+  using C = typename Op::template compute<typename A::value_type, T>;
+  using value_type = typename map_expr<Op, A, scalar_expr<T>>::value_type;
+  ops::detail::scalar_divisor<C> divisor_;
+
+  evaluator(const map_expr<Op, A, scalar_expr<T>>& e, const layout& L)
+      : base(e, L), divisor_(static_cast<C>(e.args_.a1.value_)) {}
+
+  value_type at(index_t j) const {
+    return static_cast<value_type>(
+        Op::scalar(static_cast<C>(this->args_.a0.at(j)), static_cast<C>(divisor_.b_)));
+  }
+  template <mode M, class DL>
+  DYNEXPR_INLINE auto packet(DL dl, index_t j) const {
+    const hn::Rebind<C, DL> dc;
+    const auto a = value_as<M>(this->args_.a0, dl, dc, j);
+#if HWY_TARGET != HWY_SCALAR
+    using divisor = ops::detail::scalar_divisor<C>;
+    if constexpr (divisor::kBytes || divisor::kInt32 || divisor::kInt64) {
+      const C b = divisor_.b_;
+      if (divisor_.fast())
+        return divisor_.template apply<std::is_same_v<Op, ops::mod_op>>(
+            dc, a, [b](C x) { return Op::scalar(x, b); });
+    }
+#endif
+    return Op::simd(dc, a, hn::Set(dc, divisor_.b_));
+  }
+};
+
 template <class Cond, class A, class B>
 struct evaluator<map_expr<ops::where_op, Cond, A, B>> : map_evaluator_base<ops::where_op, Cond, A, B> {
   using base = map_evaluator_base<ops::where_op, Cond, A, B>;

@@ -31,6 +31,24 @@
 // "divide by zero" flag) and MIN // -1 (wraps, "overflow") take the scalar body through
 // detail::guarded2. A packed double division costs about 2 cycles a lane, for divisors
 // that vary lane by lane as well as for constant ones.
+//
+// Note [division by a scalar]
+// `img // 4` and `idx % n` divide every lane by the same integer. detail::scalar_divisor
+// prepares that divisor once per kernel call (the evaluator of a map node whose divisor is
+// a scalar node, eval/evaluator.hpp) and divides with no division instruction per packet:
+// - uint8: a widened to 16 bits, q = (a * m) >> 16 with m = ceil(2^16/b) (MulHigh). With
+//   m = (2^16 + e)/b, 0 <= e < b, the product overshoots a/b by a e / (b 2^16) < 1/b
+//   (a e <= 255 * 254 < 2^16): never onto the next integer, so q is the exact quotient.
+// - int32 and int64, through double: a // b == floor(t), t = (a + c) / b, c = 0.5 sign(b).
+//   For b > 0, t lies in [a/b, (a + 1)/b) and is never an integer (2a + 1 is odd, 2b even),
+//   so its floor is a's; b < 0 is the mirror image. t is also at least 0.5/|b| away from
+//   every integer, so q = floor(a * r + 0.5/|b|), r = 1/b rounded, is exact while the
+//   roundings (of r, the product and the sum: three of 2^-53 at most) move t by less than
+//   that: for |a| < 2^50, by under 3 * 2^-53 * 2^50/|b| = 0.375/|b|. int64 lanes past 2^50
+//   (and divisors there) take the scalar body. The remainder a - q b, an integer below
+//   2^51, is exact.
+// A packed multiply-add costs a fraction of a packed division. A zero divisor and -1
+// (MIN // -1 overflows) keep the op's packet body, with NumPy's flags.
 #pragma once
 
 #include <cfenv>
@@ -146,6 +164,26 @@ DYNEXPR_INLINE V by_halves(D d, V x, V y, F f) {
                      f(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
 }
 #endif
+// int64 <-> double by the magic number 1.5 * 2^52: exact for |x| < 2^51 (within_i51) and two
+// instructions on every target (Highway emulates the int64 conversions below AVX-512).
+template <int kBits = 51, class D>
+DYNEXPR_INLINE hn::Mask<D> within_i51(D d, hn::Vec<D> x) {
+  using T = hn::TFromD<D>;
+  constexpr T lim = T(1) << kBits;
+  return hn::And(hn::Lt(x, hn::Set(d, lim)), hn::Gt(x, hn::Set(d, -lim)));
+}
+template <class DF, class V>
+DYNEXPR_INLINE hn::Vec<DF> i51_to_double(DF df, V x) {
+  const hn::DFromV<V> d;
+  return hn::Sub(hn::BitCast(df, hn::Add(x, hn::Set(d, hn::TFromV<V>(0x4338000000000000)))),
+                 hn::Set(df, 6755399441055744.0));
+}
+template <class D, class VF>
+DYNEXPR_INLINE hn::Vec<D> double_to_i51(D d, VF x) {
+  const hn::DFromV<VF> df;
+  return hn::Sub(hn::BitCast(d, hn::Add(x, hn::Set(df, 6755399441055744.0))),
+                 hn::Set(d, hn::TFromD<D>(0x4338000000000000)));
+}
 /// Integer floor division (kMod false) or NumPy's remainder (kMod true) of lanes of
 /// int32/int64 (uint8: through float), through double where that is exact (Note [integer
 /// division through double]); other lanes, and types without the conversions, take Op's
@@ -155,26 +193,13 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
   using T = hn::TFromD<D>;
   const auto exact = [](T x, T y) { return Op::scalar(x, y); };
   if constexpr (sizeof(T) == 8 && std::is_signed_v<T>) {
-    // Conversions by the magic number 1.5 * 2^52, exact for |x| < 2^51 and two
-    // instructions on every target (Highway emulates int64 <-> double below AVX-512).
     const hn::Rebind<double, D> df;
-    const V magic_bits = hn::Set(d, T(0x4338000000000000));
-    const auto magic = hn::Set(df, 6755399441055744.0);
-    const auto to_double = [&](V x) {
-      return hn::Sub(hn::BitCast(df, hn::Add(x, magic_bits)), magic);
-    };
-    const auto to_int = [&](auto x) {
-      return hn::Sub(hn::BitCast(d, hn::Add(x, magic)), magic_bits);
-    };
-    constexpr T lim = T(1) << 51;
-    const V hi = hn::Set(d, lim), lo = hn::Set(d, -lim);
-    const auto ok = hn::And(hn::And(hn::Lt(a, hi), hn::Gt(a, lo)),
-                            hn::And(hn::And(hn::Lt(b, hi), hn::Gt(b, lo)), hn::Ne(b, hn::Zero(d))));
+    const auto ok = hn::And(hn::And(within_i51(d, a), within_i51(d, b)), hn::Ne(b, hn::Zero(d)));
     return guarded2(d, a, b, ok, [&](V x, V y) {
-      const auto fx = to_double(x), fy = to_double(y);
+      const auto fx = i51_to_double(df, x), fy = i51_to_double(df, y);
       const auto q = hn::Floor(hn::Div(fx, fy));
-      if constexpr (kMod) return to_int(hn::NegMulAdd(fy, q, fx));
-      else return to_int(q);
+      if constexpr (kMod) return double_to_i51(d, hn::NegMulAdd(fy, q, fx));
+      else return double_to_i51(d, q);
     }, exact);
   }
 #if HWY_TARGET != HWY_SCALAR  // no Half/Combine there (nvcc's host pass of CUDA units)
@@ -215,6 +240,95 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
     return simd::lanewise(d, exact, d, a, b);
   }
 }
+#if HWY_TARGET != HWY_SCALAR  // no Half/Combine there (nvcc's host pass of CUDA units)
+/// f(w) for x promoted to lanes of W (whole when that fits one vector, else by halves),
+/// its result narrowed back with narrow(dn, w) into the lane type of x.
+template <class W, class D, class V, class Widen, class F, class Narrow>
+DYNEXPR_INLINE V through_wider(D d, V x, Widen widen, F f, Narrow narrow) {
+  using T = hn::TFromD<D>;
+  if constexpr (simd::max_lanes_v<D> < simd::max_lanes_v<hn::ScalableTag<T>>) {
+    const hn::Rebind<W, D> dw;
+    return narrow(d, f(widen(dw, x)));
+  } else {
+    const hn::Half<D> dh;
+    const hn::Rebind<W, decltype(dh)> dw;
+    return hn::Combine(d, narrow(dh, f(widen(dw, hn::UpperHalf(dh, x)))),
+                       narrow(dh, f(widen(dw, hn::LowerHalf(dh, x)))));
+  }
+}
+#endif
+
+/// One integer divisor for every lane, prepared once (Note [division by a scalar]): the
+/// element types with a path are uint8 and int32.
+template <class T>
+struct scalar_divisor {
+  static constexpr bool kBytes = std::is_same_v<T, std::uint8_t>;
+  static constexpr bool kInt32 = std::is_same_v<T, std::int32_t>;
+  static constexpr bool kInt64 = std::is_same_v<T, std::int64_t>;
+
+  T b_;
+  bool fast_ = false;                    // false: the op's packet body divides
+  std::uint16_t magic_ = 0;              // uint8: ceil(2^16 / b), b >= 2
+  double recip_ = 0, bias_ = 0;          // int32, int64: 1/b rounded, 0.5/|b|
+
+  explicit scalar_divisor(T b) : b_(b) {
+    if constexpr (kBytes) {
+      fast_ = b != 0;
+      if (b > 1) magic_ = static_cast<std::uint16_t>((0xFFFFu + b) / b);
+    } else {
+      static_assert(kInt32 || kInt64, "no packed division by a scalar for this type");
+      // MIN // -1 overflows (the scalar body raises the flag); int64 divisors past 2^50
+      // are outside the exact range.
+      const T lim = kInt64 ? T(std::int64_t(1) << 50) : std::numeric_limits<T>::max();
+      fast_ = b != 0 && b != -1 && b < lim && b > -lim;
+      recip_ = 1.0 / static_cast<double>(b);
+      bias_ = 0.5 * std::fabs(recip_);
+    }
+  }
+  bool fast() const { return fast_; }
+
+#if HWY_TARGET != HWY_SCALAR
+  /// a // b (kMod false) or NumPy's a % b (kMod true), lane by lane; only when fast().
+  /// exact(x) is the scalar body, for int64 lanes past 2^51.
+  template <bool kMod, class D, class V, class Exact>
+  DYNEXPR_INLINE V apply(D d, V a, [[maybe_unused]] Exact exact) const {
+    if constexpr (kBytes) {
+      if (b_ == 1) return kMod ? hn::Zero(d) : a;
+      const auto widen = [](auto dw, auto x) { return hn::PromoteTo(dw, x); };
+      const auto narrow = [](auto dn, auto w) {  // values below 256: no saturation
+        return hn::DemoteTo(dn, hn::BitCast(hn::Rebind<std::int16_t, decltype(dn)>(), w));
+      };
+      return through_wider<std::uint16_t>(d, a, widen, [&](auto x) {
+        const hn::DFromV<decltype(x)> dw;
+        const auto t = hn::MulHigh(x, hn::Set(dw, magic_));
+        if constexpr (kMod) return hn::Sub(x, hn::Mul(t, hn::Set(dw, std::uint16_t{b_})));
+        else return t;
+      }, narrow);
+    } else if constexpr (kInt32) {
+      const auto widen = [](auto dw, auto x) { return hn::PromoteTo(dw, x); };
+      const auto narrow = [](auto dn, auto q) { return hn::DemoteTo(dn, q); };
+      return through_wider<double>(d, a, widen, [&](auto fa) { return in_double<kMod>(fa); },
+                                   narrow);
+    } else {
+      const hn::Rebind<double, D> df;
+      return guarded(d, a, within_i51<50>(d, a), [&](V x) {
+        return double_to_i51(d, in_double<kMod>(i51_to_double(df, x)));
+      }, exact);
+    }
+  }
+
+ private:
+  /// floor((a + c) / b) or a - b floor((a + c) / b) of integers a in double lanes.
+  template <bool kMod, class VF>
+  DYNEXPR_INLINE VF in_double(VF fa) const {
+    const hn::DFromV<VF> df;
+    const auto q = hn::Floor(hn::MulAdd(fa, hn::Set(df, recip_), hn::Set(df, bias_)));
+    if constexpr (kMod) return hn::NegMulAdd(q, hn::Set(df, double(b_)), fa);  // exact
+    else return q;
+  }
+#endif
+};
+
 template <class T>
 inline constexpr double max_finite = static_cast<double>(std::numeric_limits<T>::max());
 }  // namespace detail
