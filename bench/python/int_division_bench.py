@@ -17,13 +17,16 @@ the preparation), as a reference.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
 
-import dynexpr
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dynexpr  # noqa: E402
+from alternating import parse_size, write_json  # noqa: E402
 
 dynexpr.config.plain_fallback = False  # time the compiled path (Note [judging an entry])
 dynexpr.config.background_compile = False  # the first call loads the kernel
@@ -39,11 +42,6 @@ def remainder(x, s):
     return x % s
 
 
-def _sizes(text: str) -> list[int]:
-    units = {"K": 1 << 10, "M": 1 << 20}
-    return [int(t[:-1]) * units[t[-1]] if t[-1] in units else int(t) for t in text.split(",")]
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="64K,1M,16M")
@@ -55,7 +53,7 @@ def main(argv=None) -> int:
     print(f"{'dtype':6} {'n':>9} {'op':3} {'numpy':>10} {'dynexpr':>10} {'best np':>9} "
           f"{'best dx':>9} {'ratio':>7} {'by array':>10}")
     for dtype in ("uint8", "int32", "int64"):
-        for n in _sizes(args.sizes):
+        for n in map(parse_size, args.sizes.split(",")):
             x = rng.integers(-10**6 if dtype != "uint8" else 0, 10**6 if dtype != "uint8" else 256,
                              n).astype(dtype)
             lanes = np.full(n, DIVISOR, dtype)
@@ -84,9 +82,7 @@ def main(argv=None) -> int:
                                 "numpy_s": med["numpy"], "dynexpr_s": med["dynexpr"],
                                 "by_array_s": med["by_array"], "numpy_min_s": best["numpy"],
                                 "dynexpr_min_s": best["dynexpr"], "ok": ok})
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(records, fh, indent=1)
+    write_json(records, args.json)
     return 1 if wrong else 0
 
 

@@ -15,12 +15,15 @@ ratio (above 1: dynexpr is faster).
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import sys
 import time
 
 import numpy as np
 
-import dynexpr
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dynexpr  # noqa: E402
+from alternating import write_json  # noqa: E402
 
 dynexpr.config.plain_fallback = False  # time the compiled path (Note [judging an entry])
 dynexpr.config.background_compile = False  # the first call loads the kernel
@@ -74,9 +77,7 @@ def main(argv=None) -> int:
                 records.append({"dtype": np.dtype(dtype).name, "rows": args.rows, "cols": cols,
                                 "function": fn.__name__, "numpy_s": best["numpy"],
                                 "dynexpr_s": best["dynexpr"], "ok": ok})
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(records, fh, indent=1)
+    write_json(records, args.json)
     return 1 if wrong else 0
 
 
