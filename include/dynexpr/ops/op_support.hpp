@@ -259,7 +259,7 @@ DYNEXPR_INLINE V through_wider(D d, V x, Widen widen, F f, Narrow narrow) {
 #endif
 
 /// One integer divisor for every lane, prepared once (Note [division by a scalar]): the
-/// element types with a path are uint8 and int32.
+/// element types with a path are uint8, int32 and int64.
 template <class T>
 struct scalar_divisor {
   static constexpr bool kBytes = std::is_same_v<T, std::uint8_t>;
