@@ -2,8 +2,8 @@
 a number, a day of the week, wrap-around indices. Packed lanes divide through double
 (Note [integer division through double] in include/dynexpr/ops/op_support.hpp), or by a
 divisor prepared once when it is a scalar (Note [division by a scalar]); lanes it cannot
-take exactly (int64 past 2^51, zero divisors, MIN // -1) take the scalar body with NumPy's
-flags. Every result is compared with plain NumPy (values, dtype, shape)."""
+take exactly (int64 past 2^51, or 2^50 by a scalar; zero divisors; MIN // -1) take the
+scalar body with NumPy's flags. Every result is compared with plain NumPy (values, dtype, shape)."""
 
 import numpy as np
 import pytest
@@ -114,9 +114,10 @@ def by_scalar(a, s):
 @pytest.mark.parametrize("dtype", ["uint8", "int32", "int64"])
 def test_scalar_divisors_of_every_size_and_sign(dtype):
     # A scalar divisor is prepared once per call (Note [division by a scalar]): uint8 by a
-    # multiply-high, int32 and int64 by a multiply with a half-step bias. Every uint8 pair
-    # and the int32/int64 ranges are checked exhaustively in tests/cpp/test_ops_exact.cpp;
-    # here the captured path, one capture per divisor (an int argument is a value guard).
+    # multiply-high, int32 and int64 by a multiply with a half-step bias. Every uint8 pair,
+    # and int32/int64 ends, multiples and random values, are checked against the scalar
+    # body in tests/cpp/test_ops_exact.cpp; here the captured path, one capture per divisor
+    # (an int argument is a value guard).
     info = np.iinfo(dtype)
     if dtype == "uint8":
         a = np.arange(256 * 3, dtype=np.int64).astype(dtype)

@@ -266,20 +266,17 @@ struct evaluator<map_expr<Op, A, scalar_expr<T>>> : map_evaluator_base<Op, A, sc
 
   value_type at(index_t j) const {
     return static_cast<value_type>(
-        Op::scalar(static_cast<C>(this->args_.a0.at(j)), static_cast<C>(divisor_.b_)));
+        Op::scalar(static_cast<C>(this->args_.a0.at(j)), divisor_.b_));
   }
   template <mode M, class DL>
   DYNEXPR_INLINE auto packet(DL dl, index_t j) const {
     const hn::Rebind<C, DL> dc;
     const auto a = value_as<M>(this->args_.a0, dl, dc, j);
 #if HWY_TARGET != HWY_SCALAR
-    using divisor = ops::detail::scalar_divisor<C>;
-    if constexpr (divisor::kBytes || divisor::kInt32 || divisor::kInt64) {
-      const C b = divisor_.b_;
-      if (divisor_.fast())
-        return divisor_.template apply<std::is_same_v<Op, ops::mod_op>>(
-            dc, a, [b](C x) { return Op::scalar(x, b); });
-    }
+    const C b = divisor_.b_;
+    if (divisor_.fast())
+      return divisor_.template apply<std::is_same_v<Op, ops::mod_op>>(
+          dc, a, [b](C x) { return Op::scalar(x, b); });
 #endif
     return Op::simd(dc, a, hn::Set(dc, divisor_.b_));
   }

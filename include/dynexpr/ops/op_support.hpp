@@ -164,10 +164,11 @@ DYNEXPR_INLINE V by_halves(D d, V x, V y, F f) {
                      f(hn::LowerHalf(dh, x), hn::LowerHalf(dh, y)));
 }
 #endif
-// int64 <-> double by the magic number 1.5 * 2^52: exact for |x| < 2^51 (within_i51) and two
-// instructions on every target (Highway emulates the int64 conversions below AVX-512).
-template <int kBits = 51, class D>
-DYNEXPR_INLINE hn::Mask<D> within_i51(D d, hn::Vec<D> x) {
+// int64 <-> double by the magic number 1.5 * 2^52: exact for |x| < 2^51 (within_pow2<51>)
+// and two instructions on every target (Highway emulates the int64 conversions below AVX-512).
+/// |x| < 2^kBits, lane by lane.
+template <int kBits, class D>
+DYNEXPR_INLINE hn::Mask<D> within_pow2(D d, hn::Vec<D> x) {
   using T = hn::TFromD<D>;
   constexpr T lim = T(1) << kBits;
   return hn::And(hn::Lt(x, hn::Set(d, lim)), hn::Gt(x, hn::Set(d, -lim)));
@@ -194,7 +195,7 @@ DYNEXPR_INLINE V int_divmod(D d, V a, V b) {
   const auto exact = [](T x, T y) { return Op::scalar(x, y); };
   if constexpr (sizeof(T) == 8 && std::is_signed_v<T>) {
     const hn::Rebind<double, D> df;
-    const auto ok = hn::And(hn::And(within_i51(d, a), within_i51(d, b)), hn::Ne(b, hn::Zero(d)));
+    const auto ok = hn::And(hn::And(within_pow2<51>(d, a), within_pow2<51>(d, b)), hn::Ne(b, hn::Zero(d)));
     return guarded2(d, a, b, ok, [&](V x, V y) {
       const auto fx = i51_to_double(df, x), fy = i51_to_double(df, y);
       const auto q = hn::Floor(hn::Div(fx, fy));
@@ -289,7 +290,7 @@ struct scalar_divisor {
 
 #if HWY_TARGET != HWY_SCALAR
   /// a // b (kMod false) or NumPy's a % b (kMod true), lane by lane; only when fast().
-  /// exact(x) is the scalar body, for int64 lanes past 2^51.
+  /// exact(x) is the scalar body, for int64 lanes at or past 2^50.
   template <bool kMod, class D, class V, class Exact>
   DYNEXPR_INLINE V apply(D d, V a, [[maybe_unused]] Exact exact) const {
     if constexpr (kBytes) {
@@ -311,7 +312,7 @@ struct scalar_divisor {
                                    narrow);
     } else {
       const hn::Rebind<double, D> df;
-      return guarded(d, a, within_i51<50>(d, a), [&](V x) {
+      return guarded(d, a, within_pow2<50>(d, a), [&](V x) {
         return double_to_i51(d, in_double<kMod>(i51_to_double(df, x)));
       }, exact);
     }
