@@ -155,13 +155,14 @@ using cemap = Eigen::Map<const Eigen::ArrayXf, Eigen::AlignedMax>;
 struct pointwise_state {
   index_t n;
   dx::View<const float> x, y;
-  dx::Tensor<float> out_scalar, out_dx, out_hwy, out_eigen, res_alloc, res_unfused;
+  dx::Tensor<float> out_scalar, out_dx, out_dx_cached, out_hwy, out_eigen, res_alloc, res_unfused;
   explicit pointwise_state(const inputs& in, index_t n_)
       : n(n_),
         x(prefix(in.x, dx::Shape{n_})),
         y(prefix(in.y, dx::Shape{n_})),
         out_scalar(dx::Shape{n_}),
         out_dx(dx::Shape{n_}),
+        out_dx_cached(dx::Shape{n_}),
         out_hwy(dx::Shape{n_}),
         out_eigen(dx::Shape{n_}) {}
 };
@@ -189,6 +190,16 @@ instance make_pointwise(const inputs& in, index_t n, Expr expr, Unfused unfused,
                      [s] { return s->out_scalar.data(); }});
   r.impls.push_back({"dynexpr", [s, expr] { dx::assign(s->out_dx, expr(s->x, s->y)); },
                      [s] { return s->out_dx.data(); }});
+  // The same loop with ordinary stores only: what streaming an output past the cache's
+  // size saves or costs (Note [streaming stores] in include/dynexpr/simd/convert.hpp).
+  r.impls.push_back({"dynexpr_cached",
+                     [s, expr] {
+                       const std::size_t saved = dx::evaluation::stream_min_bytes();
+                       dx::evaluation::set_stream_min_bytes(SIZE_MAX);
+                       dx::assign(s->out_dx_cached, expr(s->x, s->y));
+                       dx::evaluation::set_stream_min_bytes(saved);
+                     },
+                     [s] { return s->out_dx_cached.data(); }});
   r.impls.push_back({"dynexpr_alloc",
                      [s, expr] {
                        dx::Tensor<float> z = expr(s->x, s->y);
@@ -564,7 +575,7 @@ bool run_instance(const bench_case& c, const inputs& in, index_t n, const option
   for (std::size_t k = 0; k < m; ++k)
     if (ins.impls[k].name == "dynexpr") dx_seconds = median(times[k]);
   // Print in a fixed order (dynexpr first), whatever the construction order.
-  static const char* const order[] = {"dynexpr", "dynexpr_alloc", "dx_softmax", "unfused",
+  static const char* const order[] = {"dynexpr", "dynexpr_cached", "dynexpr_alloc", "dx_softmax", "unfused",
                                       "eigen",   "highway_ref",   "scalar"};
   for (const char* name : order)
     for (std::size_t k = 0; k < m; ++k) {

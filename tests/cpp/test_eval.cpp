@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -922,6 +923,98 @@ TEST_CASE("eval: 1, 2 and 4 threads give bitwise equal results") {
                           (1.0 + row.at(j));
       CHECK(s1.at(i, 2 * m - 1 - 2 * j) == want);
     }
+}
+
+// Note [streaming stores]: an output past stream_min_bytes() is written with
+// non-temporal stores. Its values must be those of ordinary stores, whatever the lane
+// type, the tail, the thread count and the output's alignment.
+struct stream_threshold_guard {
+  std::size_t saved = dx::evaluation::stream_min_bytes();
+  ~stream_threshold_guard() { dx::evaluation::set_stream_min_bytes(saved); }
+};
+
+template <class F>
+auto with_streaming(bool on, F&& f) {
+  dx::evaluation::set_stream_min_bytes(on ? 0 : SIZE_MAX);
+  return f();
+}
+
+TEST_CASE_TEMPLATE("eval: streamed outputs equal stored ones (Note [streaming stores])", T,
+                   DX_NUMERIC_DTYPES, bool) {
+  thread_count_guard threads;
+  stream_threshold_guard threshold;
+  for (const int nthreads : {1, 3}) {
+    dx::parallel::set_num_threads(nthreads);
+    for (const index_t n : {index_t{1}, index_t{37}, index_t{1000}, index_t{300007}}) {
+      const auto x = random<T>(Shape{n}, 51), y = random<T>(Shape{n}, 52);
+      auto chain = [&] {
+        if constexpr (std::is_same_v<T, bool>) return dx::eval(dx::logical_xor(x, y) | x);
+        else return dx::eval(x * 2 + y);
+      };
+      const auto streamed = with_streaming(true, chain);
+      const auto stored = with_streaming(false, chain);
+      CHECK(bitwise_equal(streamed, stored));
+      expect_elements(streamed, Shape{n}, [&](const auto& k) {
+        const T a = x.data()[k[0]], b = y.data()[k[0]];
+        if constexpr (std::is_same_v<T, bool>) return (a != b) || a;
+        else return static_cast<T>(a * T(2) + b);
+      });
+    }
+  }
+}
+
+TEST_CASE("eval: streaming stores with narrower outputs, unaligned outputs and in place") {
+  thread_count_guard threads;
+  stream_threshold_guard threshold;
+  dx::parallel::set_num_threads(2);
+  const index_t n = 200003;
+  const auto d = random<double>(Shape{n}, 53);
+  const auto i64 = random<std::int64_t>(Shape{n}, 54);
+  // double lanes stored as float, int64 lanes stored as uint8 and as bool: the stored
+  // vectors are partial (a half or an eighth of a register), so they are never streamed.
+  auto narrow = [&] {
+    dx::Tensor<float> f(Shape{n});
+    dx::assign(f, d * 3.0);
+    dx::Tensor<std::uint8_t> u(Shape{n});
+    dx::assign(u, i64 + 1);
+    dx::Tensor<bool> b = i64 > std::int64_t{0};
+    return std::make_tuple(std::move(f), std::move(u), std::move(b));
+  };
+  const auto [f1, u1, b1] = with_streaming(true, narrow);
+  const auto [f0, u0, b0] = with_streaming(false, narrow);
+  CHECK(bitwise_equal(f1, f0));
+  CHECK(bitwise_equal(u1, u0));
+  CHECK(bitwise_equal(b1, b0));
+  expect_elements(f1, Shape{n}, [&](const auto& k) { return static_cast<float>(d.data()[k[0]] * 3.0); });
+
+  // An output one element past a 64-byte boundary: not aligned, so stored normally.
+  dx::Tensor<float> buf(Shape{n + 1}, -1.f);
+  auto shifted = buf.slice(dx::slice(1, n + 1));
+  dx::evaluation::set_stream_min_bytes(0);
+  CHECK(dx::evaluation::stream_output(buf.data(), n + 1, sizeof(float)) ==
+        (reinterpret_cast<std::uintptr_t>(buf.data()) % 64 == 0));
+  CHECK_FALSE(dx::evaluation::stream_output(shifted.data(), n, sizeof(float)));
+  with_streaming(true, [&] {
+    dx::assign(shifted, f1 + 1.f);
+    return 0;
+  });
+  CHECK(buf.data()[0] == -1.f);
+  for (index_t i = 0; i < n; i += 997) CHECK(shifted.data()[i] == f1.data()[i] + 1.f);
+
+  // In place, streamed: every element read before its line is written.
+  dx::Tensor<double> z = d;
+  with_streaming(true, [&] {
+    dx::assign(z, z * 2.0 + d);
+    return 0;
+  });
+  expect_elements(z, Shape{n}, [&](const auto& k) { return std::fma(d.data()[k[0]], 2.0, d.data()[k[0]]); });
+
+  // The threshold: streamed from stream_min_bytes() on, aligned outputs only.
+  dx::evaluation::set_stream_min_bytes(1 << 20);
+  CHECK(dx::evaluation::stream_min_bytes() == (1u << 20));
+  CHECK_FALSE(dx::evaluation::stream_output(buf.data(), (1 << 18) - 1, sizeof(float)));
+  CHECK(dx::evaluation::stream_output(reinterpret_cast<const void*>(std::uintptr_t{64} * 1000),
+                                      1 << 18, sizeof(float)));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -12,9 +12,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <numeric>
+#include <string>
 #include <vector>
+#if defined(__unix__)
+#include <unistd.h>  // sysconf (last_level_cache_bytes)
+#endif
 
 #include "dynexpr/eval/evaluator.hpp"
 #include "dynexpr/eval/rewrite.hpp"
@@ -61,6 +68,82 @@ bool needs_temporary(const View<T>& out, const E& e) {
   return hazard;
 }
 
+/// The size in bytes of the last-level cache that CPU 0 sees: the highest level listed in
+/// Linux's /sys/devices/system/cpu/cpu0/cache, else glibc's sysconf, else 0. (sysfs
+/// first: in a VM on a 2-core AMD EPYC slice, sysconf(_SC_LEVEL3_CACHE_SIZE) said 320 MiB
+/// where the L3 that the two cores share is 32 MiB.)
+DYNEXPR_RT_FN std::size_t last_level_cache_bytes();
+/// The smallest output, in bytes, that the loops write with streaming stores (Note
+/// [streaming stores] in simd/convert.hpp): set_stream_min_bytes's value, else
+/// $DYNEXPR_STREAM_MIN_MB (an integer number of MiB >= 0, read once), else
+/// last_level_cache_bytes(), else 32 MiB. (These three in libdynexpr_rt.so for generated
+/// units.)
+DYNEXPR_RT_FN std::size_t stream_min_bytes();
+/// Sets stream_min_bytes() for every loop that starts afterwards, on every thread:
+/// SIZE_MAX never streams, 0 streams every aligned flat output.
+DYNEXPR_RT_FN void set_stream_min_bytes(std::size_t bytes);
+#if !defined(DYNEXPR_RUNTIME_EXTERN)
+DYNEXPR_RT_FN std::size_t last_level_cache_bytes() {
+  std::size_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::FILE* lf = std::fopen((dir + "level").c_str(), "r");
+    if (!lf) break;
+    int level = 0;
+    const bool got_level = std::fscanf(lf, "%d", &level) == 1;
+    std::fclose(lf);
+    std::FILE* sf = std::fopen((dir + "size").c_str(), "r");
+    if (!sf) continue;
+    unsigned long long size = 0;
+    char unit = 0;
+    const int got = std::fscanf(sf, "%llu%c", &size, &unit);
+    std::fclose(sf);
+    if (!got_level || got < 1 || level < best_level) continue;
+    if (got == 2 && (unit == 'K' || unit == 'k')) size <<= 10;
+    else if (got == 2 && (unit == 'M' || unit == 'm')) size <<= 20;
+    best = static_cast<std::size_t>(size);
+    best_level = level;
+  }
+#if defined(__unix__) && defined(_SC_LEVEL3_CACHE_SIZE)
+  if (best == 0) {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    best = l3 > 0 ? static_cast<std::size_t>(l3) : 0;
+  }
+#endif
+  return best;
+}
+
+namespace detail {
+inline std::atomic<std::size_t>& stream_min() {
+  static std::atomic<std::size_t> bytes{[] {
+    long long mb = 0;
+    if (parallel::detail::parse_integer(std::getenv("DYNEXPR_STREAM_MIN_MB"), mb) && mb >= 0)
+      return static_cast<std::size_t>(std::min(mb, 1LL << 40)) << 20;
+    const std::size_t llc = last_level_cache_bytes();
+    return llc > 0 ? llc : std::size_t{32} << 20;
+  }()};
+  return bytes;
+}
+}  // namespace detail
+
+DYNEXPR_RT_FN std::size_t stream_min_bytes() {
+  return detail::stream_min().load(std::memory_order_relaxed);
+}
+
+DYNEXPR_RT_FN void set_stream_min_bytes(std::size_t bytes) {
+  detail::stream_min().store(bytes, std::memory_order_relaxed);
+}
+#endif  // !DYNEXPR_RUNTIME_EXTERN
+
+/// Whether a contiguous output of `count` elements of `elem` bytes at `p` is written with
+/// streaming stores: large enough (stream_min_bytes) and 64-byte aligned, so that every
+/// packet of a loop whose blocks start at multiples of 64 bytes is aligned.
+inline bool stream_output(const void* p, index_t count, std::size_t elem) {
+  return reinterpret_cast<std::uintptr_t>(p) % 64 == 0 &&
+         static_cast<std::size_t>(count) * elem >= stream_min_bytes();
+}
+
 /// Writes packets of T into the output's current row.
 template <class T>
 struct writer {
@@ -71,6 +154,7 @@ struct writer {
   index_t inner_;
   index_t len_;
   int nd_;
+  bool stream_ = false;  // unit-stride packets streamed (Note [streaming stores])
   writer(const View<T>& out, const layout& L)
       : base_(reinterpret_cast<S*>(out.data())), row_(base_), len_(L.inner()), nd_(L.nd) {
     L.coalesce(out.strides(), stride_);
@@ -84,7 +168,7 @@ struct writer {
   template <mode M, class D>
   DYNEXPR_INLINE void store(D d, hn::Vec<D> v, index_t j) {
     if constexpr (M == mode::unit) {
-      hn::StoreU(v, d, row_ + j);
+      simd::store_or_stream(d, v, row_ + j, stream_);
     } else {
       const index_t lanes = static_cast<index_t>(hn::Lanes(d));
       const index_t n = M == mode::tail ? std::min(len_ - j, lanes) : lanes;
@@ -218,7 +302,11 @@ void run(const View<T>& out, const E& e) {
   operands[n_ops++] = out.strides();
   const layout L = make_layout(out.shape(), operands.data(), n_ops);
   const evaluator<E> ev0(e, L);
-  const writer<T> w0(out, L);
+  writer<T> w0(out, L);
+  // Note [streaming stores]: one flat dimension, so every block starts at a multiple of
+  // block_elements, and through the unit-stride loop only.
+  w0.stream_ = L.nd == 1 && w0.inner_ == 1 &&
+               stream_output(out.data(), out.size(), sizeof(storage_t<T>));
   const index_t lanes = static_cast<index_t>(hn::Lanes(DL()));
 
   // Rows [rb, re) of a layout whose rows have `inner` elements, on the pool.
@@ -253,6 +341,7 @@ void run(const View<T>& out, const E& e) {
         else if constexpr (Lean) run_segment_any(dl, ev, w, jb, je);
         else run_segment<mode::general>(dl, ev, w, jb, je);
       }
+      if (w.stream_) simd::stream_fence();
     });
   };
 
