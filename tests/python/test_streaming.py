@@ -17,15 +17,10 @@ pytestmark = pytest.mark.one_python  # the generated C++ loops, not the CPython 
 
 pytest.importorskip("dynexpr._native")
 
-# The child: the functions as a scientist writes them, each captured and called twice
-# (compiled synchronously), results and each unit's C++ text saved for the parent.
-CHILD = textwrap.dedent("""
-    import os
-    import sys
+# The functions, as a scientist writes them: run by the child captured and by the parent
+# as plain NumPy.
+FUNCTIONS = textwrap.dedent("""
     import numpy as np
-    import dynexpr
-
-    dynexpr.config.background_compile = False
 
     def affine(x):
         return ((x * 1.5 + 0.5) * 0.75 - 0.25) * 2.0 + 1.0
@@ -39,6 +34,18 @@ CHILD = textwrap.dedent("""
     def softmax_rows(x):
         e = np.exp(x - np.max(x, axis=1, keepdims=True))
         return e / np.sum(e, axis=1, keepdims=True)
+""")
+PLAIN: dict = {}
+exec(FUNCTIONS, PLAIN)
+
+# The child: each function captured and called twice (compiled synchronously), results
+# and each unit's C++ text saved for the parent.
+CHILD = FUNCTIONS + textwrap.dedent("""
+    import os
+    import sys
+    import dynexpr
+
+    dynexpr.config.background_compile = False
 
     rng = np.random.default_rng(7)
     cases = {
@@ -80,35 +87,18 @@ def streamed(tmp_path_factory):
     return np.load(npz), {s.split("\n", 1)[0]: s for s in sections}
 
 
-def affine(x):
-    return ((x * 1.5 + 0.5) * 0.75 - 0.25) * 2.0 + 1.0
-
-
-def tanh_chain(x, y):
-    return np.tanh(x * 2.0 + y) * 0.5 + x * y
-
-
-def centre_rows(x):
-    return x - x.mean(axis=1, keepdims=True)
-
-
-def softmax_rows(x):
-    e = np.exp(x - np.max(x, axis=1, keepdims=True))
-    return e / np.sum(e, axis=1, keepdims=True)
-
-
 @pytest.mark.parametrize("name, fn, n_args, streams", [
-    ("affine_f32", affine, 1, True),
-    ("affine_f64", affine, 1, True),
-    ("tanh_chain_f32", tanh_chain, 2, True),
-    ("centre_rows_aligned", centre_rows, 1, True),
-    ("centre_rows_unaligned", centre_rows, 1, False),
-    ("softmax_rows", softmax_rows, 1, True),
+    ("affine_f32", "affine", 1, True),
+    ("affine_f64", "affine", 1, True),
+    ("tanh_chain_f32", "tanh_chain", 2, True),
+    ("centre_rows_aligned", "centre_rows", 1, True),
+    ("centre_rows_unaligned", "centre_rows", 1, False),
+    ("softmax_rows", "softmax_rows", 1, True),
 ])
 def test_streamed_outputs_match_numpy(streamed, name, fn, n_args, streams):
     results, explained = streamed
     args = [results[f"{name}_arg{i}"] for i in range(n_args)]
-    assert_same(fn(*args), results[name])
+    assert_same(PLAIN[fn](*args), results[name])
     # The unit asks at run time whether to stream its output (dxk::streams); a row loop
     # whose rows are not all 64-byte aligned never does.
     assert ("dxk::streams(" in explained[name]) == streams, explained[name]
