@@ -495,7 +495,7 @@ class _Unit:
         sep = ", " if call else ""
         cost = sum(manifest.OPS[u.op]["cost"] for u in order)
         self.direct_fns += fn + [
-            *_direct_head(k, T, fields, unpack, "b, e", narrow=cost <= NARROW_COST, stream=True),
+            *_direct_head(k, T, fields, unpack, "b, e", narrow=cost <= NARROW_COST, stream="b"),
             "  dx::index_t i = b;",
             f"  for (; i + N <= e; i += N) dx::simd::store_or_stream(d, {k}_at(d, {call}{sep}i), out + i, nt);",
             "  if (i < e) {  // the last partial vector, padded with a real element",
@@ -527,7 +527,7 @@ class _Unit:
         call = ", ".join([f"l{n} + o" for n in range(len(leaves))] + rest)
         pad = ", ".join([f"t{n}" for n in range(len(leaves))] + rest)
         self.direct_fns += fn + [
-            *_direct_head(k, T, fields, unpack, "r0, r1", stream=stream),
+            *_direct_head(k, T, fields, unpack, "r0, r1", stream=f"r0 * {L}" if stream else None),
             "  for (dx::index_t r = r0; r < r1; ++r) {",
             f"    const dx::index_t o = r * {L};",
             *[f"    const auto W{n} = hn::Set(d, w{n}[r]);" for n in range(len(rowvals))],
@@ -790,10 +790,9 @@ class _Unit:
         rows of row_len elements of a row loop) on the pool. Inside a run of row blocks
         the call waits in self.pending for the kernels after it (flush_direct). With
         `stream` (k's struct has the flag nt) the flag says whether dest is large and
-        aligned enough for streaming stores; inside a run of row blocks, judged on the
-        whole buffer that dest is a block of (a result: nothing in the block reads it
-        again), and never for a block's temporaries, which the next loop reads from
-        cache."""
+        aligned enough for streaming stores; never inside a run of row blocks, whose
+        kernels read what the ones before them wrote from cache (a result too: y in
+        `y = x * 2 + 1; return y - y.mean(1, keepdims=True), y`)."""
         args = []
         pending = self.pending is not None
         keep = f"{k}_keep" if pending else "keep"
@@ -810,8 +809,7 @@ class _Unit:
         args += [f"{self.ref(u)}.data()[0]" for u in scalars]
         tail = [f"{dest}.data()"]
         if stream:
-            whole = next((k for k, v in self.rename.items() if v == dest), None) if pending else dest
-            tail.append(f"dxk::streams({whole})" if whole else "false")
+            tail.append("false" if pending else f"dxk::streams({dest})")
         init = f"{k}_args {k + '_a' if pending else 'args'}{{{', '.join(args + tail)}}};"
         if pending:
             self.emit(init)
@@ -1080,23 +1078,27 @@ NARROW_COST = 8
 
 
 def _direct_head(k: str, T: str, fields: list, unpack: list, params: str,
-                 narrow: bool = False, stream: bool = False) -> list[str]:
+                 narrow: bool = False, stream: str | None = None) -> list[str]:
     """A direct loop's argument struct and the head of its function, up to the loop:
     `static void k(void* ctx, dx::index_t P0, dx::index_t P1)` with `params` "P0, P1"
     (elements b, e of a flat loop; rows r0, r1 of a row loop), its arguments unpacked,
-    `out`, with `stream` the flag `nt` (Note [streaming stores] in
-    dynexpr/simd/convert.hpp: the loop stores through dx::simd::store_or_stream and ends
-    with a fence), the tag `d` (at most 256 bits when `narrow`: Note [narrow vectors for
-    cheap loops]) and its lane count `N`."""
+    `out`, with `stream` (the index of the first element this call writes) the flag `nt`
+    (Note [streaming stores] in dynexpr/simd/convert.hpp: the loop stores through
+    dx::simd::store_or_stream and ends with a fence): the caller's flag, and only when
+    that first element is 64-byte aligned, so that every full vector after it is (a
+    block of rows inside a run of row blocks starts wherever its rows do); the tag `d` (at
+    most 256 bits when `narrow`: Note [narrow vectors for cheap loops]) and its lane
+    count `N`."""
     p0, p1 = params.split(", ")
     tag = f"hn::CappedTag<{T}, 32 / sizeof({T})>" if narrow else f"hn::ScalableTag<{T}>"
     return [
-        f"struct {k}_args {{ {' '.join(fields)} {T}* out;{' bool nt;' if stream else ''} }};",
+        f"struct {k}_args {{ {' '.join(fields)} {T}* out;{' bool nt;' if stream is not None else ''} }};",
         f"static void {k}(void* ctx, dx::index_t {p0}, dx::index_t {p1}) {{",
         f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
         *unpack,
         f"  {T}* __restrict__ out = a.out;",
-        *(["  const bool nt = a.nt;"] if stream else []),
+        *([f"  const bool nt = a.nt && reinterpret_cast<std::uintptr_t>(out + {stream}) % 64 == 0;"]
+          if stream is not None else []),
         f"  const {tag} d;",
         "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
     ]

@@ -34,6 +34,10 @@ FUNCTIONS = textwrap.dedent("""
     def softmax_rows(x):
         e = np.exp(x - np.max(x, axis=1, keepdims=True))
         return e / np.sum(e, axis=1, keepdims=True)
+
+    def scale_and_centre(x):
+        y = x * 2.0 + 1.0
+        return y - y.mean(axis=1, keepdims=True), y
 """)
 PLAIN: dict = {}
 exec(FUNCTIONS, PLAIN)
@@ -57,13 +61,22 @@ CHILD = FUNCTIONS + textwrap.dedent("""
         "centre_rows_aligned": (centre_rows, [rng.standard_normal((999, 256)).astype(np.float32)]),
         # rows of 100 float64 (800 B): not every row aligned, so stored normally
         "centre_rows_unaligned": (centre_rows, [rng.standard_normal((777, 100))]),
-        "softmax_rows": (softmax_rows, [rng.standard_normal((2048, 512)).astype(np.float32)]),
+        # 512 KB, in cache: one row loop per kernel
+        "softmax_rows": (softmax_rows, [rng.standard_normal((256, 512)).astype(np.float32)]),
+        # 4 MB: a run of row blocks, whose kernels read what the ones before wrote from
+        # cache, so nothing in it is streamed
+        "softmax_blocks": (softmax_rows, [rng.standard_normal((2048, 512)).astype(np.float32)]),
+        # a run of row blocks (3.2 MB) whose flat loop writes the result y, which the next
+        # kernels of the block read
+        "scale_and_centre": (scale_and_centre, [rng.standard_normal((4096, 100))]),
     }
     saved, text = {}, []
     for name, (fn, args) in cases.items():
         f = dynexpr.capture(fn)
         f(*args)
-        saved[name] = f(*args)
+        got = f(*args)
+        for i, r in enumerate(got if isinstance(got, tuple) else (got,)):
+            saved[f"{name}_out{i}"] = r
         for i, a in enumerate(args):
             saved[f"{name}_arg{i}"] = a
         path = f.entries[-1].compiled.path  # as compare.unit_source reads it
@@ -94,11 +107,15 @@ def streamed(tmp_path_factory):
     ("centre_rows_aligned", "centre_rows", 1, True),
     ("centre_rows_unaligned", "centre_rows", 1, False),
     ("softmax_rows", "softmax_rows", 1, True),
+    ("softmax_blocks", "softmax_rows", 1, False),
+    ("scale_and_centre", "scale_and_centre", 1, False),
 ])
 def test_streamed_outputs_match_numpy(streamed, name, fn, n_args, streams):
     results, explained = streamed
     args = [results[f"{name}_arg{i}"] for i in range(n_args)]
-    assert_same(PLAIN[fn](*args), results[name])
+    want = PLAIN[fn](*args)
+    outs = [results[k] for k in sorted(results.files) if k.startswith(f"{name}_out")]
+    assert_same(want, tuple(outs) if isinstance(want, tuple) else outs[0])
     # The unit asks at run time whether to stream its output (dxk::streams); a row loop
     # whose rows are not all 64-byte aligned never does.
     assert ("dxk::streams(" in explained[name]) == streams, explained[name]

@@ -30,7 +30,7 @@ static void k0(void* ctx, dx::index_t b, dx::index_t e) {
   const float* __restrict__ l0 = a.l0;
   const float* __restrict__ l1 = a.l1;
   float* __restrict__ out = a.out;
-  const bool nt = a.nt;
+  const bool nt = a.nt && reinterpret_cast<std::uintptr_t>(out + b) % 64 == 0;
   const hn::ScalableTag<float> d;
   const auto N = static_cast<dx::index_t>(hn::Lanes(d));
   dx::index_t i = b;

@@ -103,7 +103,7 @@ static void k2(void* ctx, dx::index_t b, dx::index_t e) {
   const auto& a = *static_cast<const k2_args*>(ctx);
   const float* __restrict__ l0 = a.l0;
   float* __restrict__ out = a.out;
-  const bool nt = a.nt;
+  const bool nt = a.nt && reinterpret_cast<std::uintptr_t>(out + b) % 64 == 0;
   const hn::ScalableTag<float> d;
   const auto N = static_cast<dx::index_t>(hn::Lanes(d));
   dx::index_t i = b;
