@@ -356,13 +356,6 @@ DYNEXPR_RT_FN void run_blocks(index_t n, double cost_per_element,
 }
 #endif
 
-/// Whether a direct loop writes `out` (a contiguous Tensor or View) with streaming stores
-/// (Note [streaming stores] in dynexpr/simd/convert.hpp).
-template <class X>
-bool streams(const X& out) {
-  return evaluation::stream_output(out.data(), out.size(), sizeof(*out.data()));
-}
-
 template <bool General = false, class T, Operand E>
 void assign_fresh(View<T> out, E&& e) {
   auto x = typed<T>(std::forward<E>(e));

@@ -6,6 +6,9 @@
 #include "prelude.hpp"
 #include <dynexpr/interop/matmul.hpp>
 
+#include <climits>
+#include <cstdint>
+
 // A unit's float and double products, compiled here once instead of in every unit with a
 // product; no Eigen (Note [matmul without Eigen in units] in dynexpr/interop/matmul.hpp).
 #define DYNEXPR_INSTANTIATE_PRODUCT(T)                                                         \
@@ -45,6 +48,18 @@ extern "C" __attribute__((visibility("default"))) void dynexpr_rt_set_spin_us(lo
 
 extern "C" __attribute__((visibility("default"))) long long dynexpr_rt_spin_us() {
   return static_cast<long long>(dynexpr::parallel::spin_time().count());
+}
+
+// The smallest output the units' loops stream (Note [streaming stores] in
+// dynexpr/simd/convert.hpp), in bytes; negative: never. What a bench flips to compare the
+// two store kinds on the same kernels in one process.
+extern "C" __attribute__((visibility("default"))) void dynexpr_rt_set_stream_min_bytes(long long bytes) {
+  dynexpr::evaluation::set_stream_min_bytes(bytes < 0 ? SIZE_MAX : static_cast<std::size_t>(bytes));
+}
+
+extern "C" __attribute__((visibility("default"))) long long dynexpr_rt_stream_min_bytes() {
+  const std::size_t b = dynexpr::evaluation::stream_min_bytes();
+  return b > static_cast<std::size_t>(LLONG_MAX) ? -1 : static_cast<long long>(b);
 }
 
 // The BLAS dx::matmul calls (Note [BLAS hook] in dynexpr/interop/blas.hpp): the bridge

@@ -495,9 +495,9 @@ class _Unit:
         sep = ", " if call else ""
         cost = sum(manifest.OPS[u.op]["cost"] for u in order)
         self.direct_fns += fn + [
-            *_direct_head(k, T, fields, unpack, "b, e", narrow=cost <= NARROW_COST, stream="b"),
+            *_direct_head(k, T, fields, unpack, "b, e", narrow=cost <= NARROW_COST),
             "  dx::index_t i = b;",
-            f"  for (; i + N <= e; i += N) dx::simd::store_or_stream(d, {k}_at(d, {call}{sep}i), out + i, nt);",
+            f"  for (; i + N <= e; i += N) hn::StoreU({k}_at(d, {call}{sep}i), d, out + i);",
             "  if (i < e) {  // the last partial vector, padded with a real element",
             "    const dx::index_t m = e - i;",
             *_padded(T, len(leaves), "i", "    "),
@@ -505,12 +505,10 @@ class _Unit:
             f"    hn::Store({k}_at(d, {pad}{sep}0), d, r);",
             "    for (dx::index_t j = 0; j < m; ++j) out[i + j] = r[j];",
             "  }",
-            "  if (nt) dx::simd::stream_fence();",
             "}",
             "",
         ]
-        self._direct_call(k, dest, leaves, rowvals, scalars, f"{dest}.size()", None, cost,
-                          stream=True)
+        self._direct_call(k, dest, leaves, rowvals, scalars, f"{dest}.size()", None, cost)
         return True
 
     def _direct_rows(self, v: ir.Value, dest: str, order, leaves, rowvals, scalars) -> None:
@@ -522,19 +520,15 @@ class _Unit:
         fn = self._direct_at(k, T, v, order, leaves, rowvals, scalars)
         fields, unpack = self._direct_params(T, leaves, rowvals, scalars)
         rest = [f"W{n}" for n in range(len(rowvals))] + [f"s{n}" for n in range(len(scalars))]
-        # Streamed only when every row starts 64-byte aligned (Note [streaming stores]).
-        stream = L * np.dtype(v.dtype).itemsize % 64 == 0
         call = ", ".join([f"l{n} + o" for n in range(len(leaves))] + rest)
         pad = ", ".join([f"t{n}" for n in range(len(leaves))] + rest)
         self.direct_fns += fn + [
-            *_direct_head(k, T, fields, unpack, "r0, r1", stream=f"r0 * {L}" if stream else None),
+            *_direct_head(k, T, fields, unpack, "r0, r1"),
             "  for (dx::index_t r = r0; r < r1; ++r) {",
             f"    const dx::index_t o = r * {L};",
             *[f"    const auto W{n} = hn::Set(d, w{n}[r]);" for n in range(len(rowvals))],
             "    dx::index_t i = 0;",
-            (f"    for (; i + N <= {L}; i += N) dx::simd::store_or_stream(d, {k}_at(d, {call}, i), out + o + i, nt);"
-             if stream else
-             f"    for (; i + N <= {L}; i += N) hn::StoreU({k}_at(d, {call}, i), d, out + o + i);"),
+            f"    for (; i + N <= {L}; i += N) hn::StoreU({k}_at(d, {call}, i), d, out + o + i);",
             f"    if (i < {L}) {{  // the row's last partial vector, padded with a real element",
             f"      const dx::index_t m = {L} - i;",
             *_padded(T, len(leaves), "o + i", "      "),
@@ -543,13 +537,11 @@ class _Unit:
             "      for (dx::index_t j = 0; j < m; ++j) out[o + i + j] = res[j];",
             "    }",
             "  }",
-            *(["  if (nt) dx::simd::stream_fence();"] if stream else []),
             "}",
             "",
         ]
         cost = sum(manifest.OPS[u.op]["cost"] for u in order)
-        self._direct_call(k, dest, leaves, rowvals, scalars, f"{dest}.size() / {L}", L, cost,
-                          stream=stream)
+        self._direct_call(k, dest, leaves, rowvals, scalars, f"{dest}.size() / {L}", L, cost)
 
     def _direct_reduce(self, v: ir.Value, b: Buffer) -> bool:
         e = v.args[0]
@@ -784,15 +776,11 @@ class _Unit:
         return dest
 
     def _direct_call(self, k, dest, leaves, rowvals, scalars, units: str,
-                     row_len: int | None, cost: int, stream: bool = False) -> None:
+                     row_len: int | None, cost: int) -> None:
         """The call in `run`: the arguments gathered (a copy where one is not contiguous),
         then k run over `units` (an expression: elements of a flat loop, row_len None;
         rows of row_len elements of a row loop) on the pool. Inside a run of row blocks
-        the call waits in self.pending for the kernels after it (flush_direct). With
-        `stream` (k's struct has the flag nt) the flag says whether dest is large and
-        aligned enough for streaming stores; never inside a run of row blocks, whose
-        kernels read what the ones before them wrote from cache (a result too: y in
-        `y = x * 2 + 1; return y - y.mean(1, keepdims=True), y`)."""
+        the call waits in self.pending for the kernels after it (flush_direct)."""
         args = []
         pending = self.pending is not None
         keep = f"{k}_keep" if pending else "keep"
@@ -807,10 +795,7 @@ class _Unit:
                 self.emit(f"{'' if pending else '  '}dxk::owned {keep}{n};")
                 args.append(f"dxk::dense({ref}, {keep}{n})")
         args += [f"{self.ref(u)}.data()[0]" for u in scalars]
-        tail = [f"{dest}.data()"]
-        if stream:
-            tail.append("false" if pending else f"dxk::streams({dest})")
-        init = f"{k}_args {k + '_a' if pending else 'args'}{{{', '.join(args + tail)}}};"
+        init = f"{k}_args {k + '_a' if pending else 'args'}{{{', '.join(args + [f'{dest}.data()'])}}};"
         if pending:
             self.emit(init)
             self.pending.append((k, units, row_len, cost))
@@ -1078,27 +1063,20 @@ NARROW_COST = 8
 
 
 def _direct_head(k: str, T: str, fields: list, unpack: list, params: str,
-                 narrow: bool = False, stream: str | None = None) -> list[str]:
+                 narrow: bool = False) -> list[str]:
     """A direct loop's argument struct and the head of its function, up to the loop:
     `static void k(void* ctx, dx::index_t P0, dx::index_t P1)` with `params` "P0, P1"
     (elements b, e of a flat loop; rows r0, r1 of a row loop), its arguments unpacked,
-    `out`, with `stream` (the index of the first element this call writes) the flag `nt`
-    (Note [streaming stores] in dynexpr/simd/convert.hpp: the loop stores through
-    dx::simd::store_or_stream and ends with a fence): the caller's flag, and only when
-    that first element is 64-byte aligned, so that every full vector after it is (a
-    block of rows inside a run of row blocks starts wherever its rows do); the tag `d` (at
-    most 256 bits when `narrow`: Note [narrow vectors for cheap loops]) and its lane
-    count `N`."""
+    `out`, the tag `d` (at most 256 bits when `narrow`: Note [narrow vectors for cheap
+    loops]) and its lane count `N`."""
     p0, p1 = params.split(", ")
     tag = f"hn::CappedTag<{T}, 32 / sizeof({T})>" if narrow else f"hn::ScalableTag<{T}>"
     return [
-        f"struct {k}_args {{ {' '.join(fields)} {T}* out;{' bool nt;' if stream is not None else ''} }};",
+        f"struct {k}_args {{ {' '.join(fields)} {T}* out; }};",
         f"static void {k}(void* ctx, dx::index_t {p0}, dx::index_t {p1}) {{",
         f"  const auto& a = *static_cast<const {k}_args*>(ctx);",
         *unpack,
         f"  {T}* __restrict__ out = a.out;",
-        *([f"  const bool nt = a.nt && reinterpret_cast<std::uintptr_t>(out + {stream}) % 64 == 0;"]
-          if stream is not None else []),
         f"  const {tag} d;",
         "  const auto N = static_cast<dx::index_t>(hn::Lanes(d));",
     ]

@@ -85,3 +85,19 @@ def test_the_cache_can_be_turned_off():
                        check=False)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["0", "0"]
+
+
+def test_units_store_their_outputs_without_streaming():
+    """Note [streaming stores]: the bridge turns streaming off in the runtime library that
+    every unit links against (units lost with it in one-process measurements), whatever
+    DYNEXPR_STREAM_MIN_MB says; C++ programs keep it."""
+    prog = ("import numpy as np, dynexpr; from dynexpr import runtime; "
+            "dynexpr.config.background_compile = False; "
+            "f = dynexpr.capture(lambda x: x * 2.0 + 1.0); x = np.ones(1 << 18); "
+            "y = f(x); y = f(x); assert (y == 3.0).all(); "
+            "print(runtime._runtime_lib().dynexpr_rt_stream_min_bytes())")
+    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                       env=dict(os.environ, DYNEXPR_STREAM_MIN_MB="0"), timeout=600,
+                       check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["-1"]

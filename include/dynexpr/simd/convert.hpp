@@ -151,10 +151,17 @@ DYNEXPR_INLINE hn::Vec<D> load_strided(D d, const hn::TFromD<D>* p, index_t stri
 // float32 3.60 -> 2.79 ms (1.29x), 16M float64 7.74 -> 5.75 ms (1.35x), 4M float64 (32 MB,
 // the L3's size) 1.57 -> 1.42 ms; but 4M float32 (16 MB) 0.55 -> 0.67 ms and 1M
 // 0.05 -> 0.15 ms slower, since a streamed output leaves the cache and its reader then waits
-// for memory. So the loops stream only an output of at least stream_min_bytes()
-// (eval/assign.hpp: the L3's size, or $DYNEXPR_STREAM_MIN_MB) whose packets are aligned;
-// a streaming loop ends with stream_fence(), so that the thread that waits for the loop
-// (through the pool's atomics, which do not order these stores) sees every element.
+// for memory. So the expression loop (eval/assign.hpp) streams only a flat output of at
+// least stream_min_bytes() (the L3's size, or $DYNEXPR_STREAM_MIN_MB) whose packets are
+// aligned; a streaming loop ends with stream_fence(), so that the thread that waits for
+// the loop (through the pool's atomics, which do not order these stores) sees every
+// element. dynexpr-bench's dynexpr_cached row measures it (affine 16M float32 1.30-1.38x,
+// tanh_chain 1.07-1.22x). Generated units do not stream: the Python bridge sets the
+// threshold to never in libdynexpr_rt.so (bridge/dynexpr/runtime.py). Their direct loops,
+// made to stream the same way and flipped in one process, ran stencil3 16M at 0.69x and
+// tanh_chain at 0.55-0.62x of ordinary stores (affine 0.92-1.16x); why they lose where the
+// C++ loop gains is not known (-O2 against -O3, the buffer cache's memory, the per-packet
+// flag are the differences left to test).
 
 /// hn::Stream(v, d, p) when `stream` and v fills a whole register (Stream writes the full
 /// register, so a partial vector is stored normally), else hn::StoreU. p must be aligned
