@@ -80,11 +80,7 @@ def test_the_cache_can_be_turned_off():
             "f = dynexpr.capture(lambda x: x * 2.0 + 1.0); x = np.ones(1 << 18); "
             "[f(x) for _ in range(3)]; print(_native.buffer_cache()['cap'], "
             "_native.buffer_cache()['buffers'])")
-    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
-                       env=dict(os.environ, DYNEXPR_BUFFER_CACHE_MB="0"), timeout=600,
-                       check=False)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["0", "0"]
+    assert _child_output(prog, DYNEXPR_BUFFER_CACHE_MB="0") == ["0", "0"]
 
 
 def test_units_store_their_outputs_without_streaming():
@@ -96,8 +92,12 @@ def test_units_store_their_outputs_without_streaming():
             "f = dynexpr.capture(lambda x: x * 2.0 + 1.0); x = np.ones(1 << 18); "
             "y = f(x); y = f(x); assert (y == 3.0).all(); "
             "print(runtime._runtime_lib().dynexpr_rt_stream_min_bytes())")
+    assert _child_output(prog, DYNEXPR_STREAM_MIN_MB="0") == ["-1"]
+
+
+def _child_output(prog: str, **env: str) -> list[str]:
+    """The words a child Python running `prog` prints, with `env` added to ours."""
     p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
-                       env=dict(os.environ, DYNEXPR_STREAM_MIN_MB="0"), timeout=600,
-                       check=False)
+                       env=dict(os.environ, **env), timeout=600, check=False)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["-1"]
+    return p.stdout.split()
