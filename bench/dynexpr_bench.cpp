@@ -575,8 +575,8 @@ bool run_instance(const bench_case& c, const inputs& in, index_t n, const option
   for (std::size_t k = 0; k < m; ++k)
     if (ins.impls[k].name == "dynexpr") dx_seconds = median(times[k]);
   // Print in a fixed order (dynexpr first), whatever the construction order.
-  static const char* const order[] = {"dynexpr", "dynexpr_cached", "dynexpr_alloc", "dx_softmax", "unfused",
-                                      "eigen",   "highway_ref",   "scalar"};
+  static const char* const order[] = {"dynexpr", "dynexpr_cached", "dynexpr_alloc", "dx_softmax",
+                                      "unfused", "eigen",          "highway_ref",   "scalar"};
   for (const char* name : order)
     for (std::size_t k = 0; k < m; ++k) {
       if (ins.impls[k].name != name) continue;

@@ -53,7 +53,8 @@ extern "C" __attribute__((visibility("default"))) long long dynexpr_rt_spin_us()
 // The smallest output the units' loops stream (Note [streaming stores] in
 // dynexpr/simd/convert.hpp), in bytes; negative: never. What a bench flips to compare the
 // two store kinds on the same kernels in one process.
-extern "C" __attribute__((visibility("default"))) void dynexpr_rt_set_stream_min_bytes(long long bytes) {
+extern "C" __attribute__((visibility("default"))) void dynexpr_rt_set_stream_min_bytes(
+    long long bytes) {
   dynexpr::evaluation::set_stream_min_bytes(bytes < 0 ? SIZE_MAX : static_cast<std::size_t>(bytes));
 }
 

@@ -985,7 +985,8 @@ TEST_CASE("eval: streaming stores with narrower outputs, unaligned outputs and i
   CHECK(bitwise_equal(f1, f0));
   CHECK(bitwise_equal(u1, u0));
   CHECK(bitwise_equal(b1, b0));
-  expect_elements(f1, Shape{n}, [&](const auto& k) { return static_cast<float>(d.data()[k[0]] * 3.0); });
+  expect_elements(f1, Shape{n},
+                  [&](const auto& k) { return static_cast<float>(d.data()[k[0]] * 3.0); });
 
   // An output one element past a 64-byte boundary: not aligned, so stored normally.
   dx::Tensor<float> buf(Shape{n + 1}, -1.f);
@@ -1007,7 +1008,8 @@ TEST_CASE("eval: streaming stores with narrower outputs, unaligned outputs and i
     dx::assign(z, z * 2.0 + d);
     return 0;
   });
-  expect_elements(z, Shape{n}, [&](const auto& k) { return std::fma(d.data()[k[0]], 2.0, d.data()[k[0]]); });
+  expect_elements(z, Shape{n},
+                  [&](const auto& k) { return std::fma(d.data()[k[0]], 2.0, d.data()[k[0]]); });
 
   // The threshold: streamed from stream_min_bytes() on, aligned outputs only.
   dx::evaluation::set_stream_min_bytes(1 << 20);

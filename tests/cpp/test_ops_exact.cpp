@@ -344,9 +344,9 @@ TEST_CASE_TEMPLATE("floor_divide and remainder of integers: packed path against 
 
 // Note [division by a scalar]: every uint8 dividend by every uint8 divisor, and int32 and
 // int64 dividends (both ends, 2^50, exact multiples and their neighbours, random) by
-// divisors of every size and sign, through the prepared divisor, against the scalar body. Twice: alone (full
-// vectors, and a tail) and beside an int64 operand (the loop's lanes set by int64, so the
-// divided vectors are partial).
+// divisors of every size and sign, through the prepared divisor, against the scalar body.
+// Twice: alone (full vectors, and a tail) and beside an int64 operand (the loop's lanes set
+// by int64, so the divided vectors are partial).
 template <class T, class Op>
 void check_by_scalar(const std::vector<T>& a, T b) {
   const index_t n = static_cast<index_t>(a.size());

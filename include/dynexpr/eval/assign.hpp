@@ -117,9 +117,8 @@ DYNEXPR_RT_FN std::size_t last_level_cache_bytes() {
 namespace detail {
 inline std::atomic<std::size_t>& stream_min() {
   static std::atomic<std::size_t> bytes{[] {
-    long long mb = 0;
-    if (parallel::detail::parse_integer(std::getenv("DYNEXPR_STREAM_MIN_MB"), mb) && mb >= 0)
-      return static_cast<std::size_t>(std::min(mb, 1LL << 40)) << 20;
+    const index_t mb = parallel::detail::parse_threshold(std::getenv("DYNEXPR_STREAM_MIN_MB"), -1);
+    if (mb >= 0) return static_cast<std::size_t>(std::min<index_t>(mb, index_t{1} << 40)) << 20;
     const std::size_t llc = last_level_cache_bytes();
     return llc > 0 ? llc : std::size_t{32} << 20;
   }()};
@@ -305,8 +304,8 @@ void run(const View<T>& out, const E& e) {
   writer<T> w0(out, L);
   // Note [streaming stores]: one flat dimension, so every block starts at a multiple of
   // block_elements, and through the unit-stride loop only.
-  w0.stream_ = L.nd == 1 && w0.inner_ == 1 &&
-               stream_output(out.data(), out.size(), sizeof(storage_t<T>));
+  w0.stream_ =
+      L.nd == 1 && w0.inner_ == 1 && stream_output(out.data(), out.size(), sizeof(storage_t<T>));
   const index_t lanes = static_cast<index_t>(hn::Lanes(DL()));
 
   // Rows [rb, re) of a layout whose rows have `inner` elements, on the pool.
