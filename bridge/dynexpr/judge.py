@@ -34,6 +34,16 @@ Python overhead capture folded away. The first call after the compile finishes r
 kernel (Tiered swaps itself out), then judging starts as above. Entries that are not
 judged (config.plain_fallback off, for benchmarking the compiled path) keep the tier.
 
+Note [reaching the resume points]
+One call is the exception: the first call of an entry whose graph ends at a graph break
+runs the NumPy tier, and through it the rest of the call (segments.py). A resume point's
+segment is translated, and its compile queued, only when a call reaches the point with
+the frame's values; a plain call never does. Without this, `f(x); synchronize()` waited
+for the first unit only: the next call reached the break and queued the resume unit, and
+calls ran plain until that compile finished too (the quickstart's `with_a_break` timed
+at plain speed after synchronize()). The first call pays for translating anyway, and
+"never slower than plain" holds from the second call on (DESIGN.md).
+
 config.plain_fallback = False (or DYNEXPR_PLAIN_FALLBACK=0) turns it off: every entry
 runs compiled, for benchmarking the compiled path alone (setting it False also stops
 the judging of existing entries; setting it True judges the entries made afterwards).
@@ -126,10 +136,11 @@ class Judge:
     entry]); lives in `entry.judge` until the compiled path wins."""
 
     __slots__ = ("warm", "compiled_ns", "plain_ns", "checks", "plain", "calls_left",
-                 "until", "every_calls", "every_s")
+                 "until", "every_calls", "every_s", "reach")
 
     def __init__(self) -> None:
         self.warm = policy.warmup
+        self.reach = True  # Note [reaching the resume points]: until the first call
         self.compiled_ns: list[int] = []
         self.plain_ns: list[int] = []
         self.checks = 0
@@ -149,7 +160,10 @@ class Judge:
                 return cf._fn(*args, **kwargs)
             self.plain = False  # re-check: sample both paths again
         fn = cf._fn
+        reach, self.reach = self.reach, False
         if _compiling(cf, entry):  # Note [plain while compiling]
+            if reach and entry.resume is not None:  # Note [reaching the resume points]
+                return run(entry, bound, fn, cf._finish)
             return fn(*args, **kwargs)
         if self.warm > 0:
             self.warm -= 1

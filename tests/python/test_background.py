@@ -110,6 +110,31 @@ def test_judged_entries_run_the_plain_function_while_compiling(fresh_cache, monk
     assert tier_calls == []
 
 
+def test_synchronize_after_a_first_call_covers_the_units_after_a_graph_break(fresh_cache):
+    # Note [reaching the resume points] (judge.py): the first call reaches the break, so
+    # the resume segment's unit is queued by then and synchronize() waits for it too.
+    dynexpr.config.background_compile = True
+    dynexpr.config.plain_fallback = True
+    c = 1.0 + _NONCE
+
+    def with_a_break(x, y):
+        z = np.sqrt(x * x + c) - y
+        total = float(z.sum())  # a graph break: a Python float from an array
+        return (z - y) / total
+
+    f = dynexpr.capture(with_a_break)
+    x, y = inputs(20000, np.float64)
+    assert_same(with_a_break(x, y), f(x, y))
+    resumed = f._segments.all_entries()
+    assert len(resumed) == 1, resumed
+    assert background.synchronize(timeout=300), "the background compiles did not finish"
+    for _ in range(3):
+        assert_same(with_a_break(x, y), f(x, y))
+    units = [f.entries[0].compiled] + [e.compiled for e in f._segments.all_entries()]
+    assert [u.__class__.__name__ for u in units] == ["Kernel", "Kernel"], units
+    assert background.pending() == 0
+
+
 def test_a_failed_background_compile_raises_with_the_compiler_message(fresh_cache,
                                                                       monkeypatch):
     dynexpr.config.background_compile = True
