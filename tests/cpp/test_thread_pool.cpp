@@ -188,6 +188,24 @@ TEST_CASE("the pool uses its workers, and never more threads than num_threads") 
   CHECK_FALSE(par::in_worker());
 }
 
+#if defined(__linux__)
+TEST_CASE("pool workers are named dynexpr-pool (top -H, perf, /proc)") {
+  par::set_num_threads(3);
+  std::atomic<int> named{0};
+  par::parallel_for(12, 1, 1, force_pool, [&](index_t, index_t) {
+    char name[16] = {};
+    if (par::in_worker() && pthread_getname_np(pthread_self(), name, sizeof name) == 0 &&
+        std::string(name) == "dynexpr-pool")
+      named.fetch_add(1);
+    slow_chunk();
+  });
+  CHECK(named.load() > 0);  // slow chunks: a worker takes some of them
+  char caller[16] = {};
+  REQUIRE(pthread_getname_np(pthread_self(), caller, sizeof caller) == 0);
+  CHECK(std::string(caller) != "dynexpr-pool");  // the caller's own name is left alone
+}
+#endif
+
 TEST_CASE("with every thread on time, each runs its own contiguous part, call after call") {
   // Note [pool protocol]: home ranges keep a thread on the same data (in its own cache) from
   // one call to the next. Chunks of 2 ms leave the worker ample time to wake, so the caller

@@ -410,6 +410,10 @@ DYNEXPR_RT_FN void thread_pool::stop_workers() {
 }
 
 DYNEXPR_RT_FN void thread_pool::worker_main(std::uint64_t seen, int self) {
+#if defined(__linux__)
+  // Named for top -H, perf and /proc/<pid>/task/*/comm, beside other libraries' pools.
+  pthread_setname_np(pthread_self(), "dynexpr-pool");
+#endif
   t_worker = true;
   t_busy = true;
   for (;;) {
