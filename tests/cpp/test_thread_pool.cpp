@@ -189,6 +189,58 @@ TEST_CASE("the pool uses its workers, and never more threads than num_threads") 
 }
 
 #if defined(__linux__)
+TEST_CASE("a worker on the caller's core moves off it at the next job") {
+  // Note [off the caller's core]: put a worker on the caller's core, as the scheduler did
+  // after another library's spin, and check that the next job finds it on another core.
+  cpu_set_t full;
+  REQUIRE(sched_getaffinity(0, sizeof full, &full) == 0);
+  if (CPU_COUNT(&full) < 2) {
+    MESSAGE("one allowed cpu: nothing to move to (needs 2)");
+    CHECK(CPU_COUNT(&full) == 1);
+    return;
+  }
+  par::set_num_threads(2);
+  const int home = sched_getcpu();
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(home, &one);
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);  // the caller stays on `home`
+  // Every other core busy, as with another library's spinning pool: the scheduler's own
+  // balancing then has no idle core to pull the worker to.
+  std::atomic<bool> busy{true};
+  std::vector<std::thread> spinners;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (cpu == home || !CPU_ISSET(cpu, &full)) continue;
+    spinners.emplace_back([&busy, cpu] {
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      CPU_SET(cpu, &mine);
+      sched_setaffinity(0, sizeof mine, &mine);
+      while (busy.load(std::memory_order_relaxed)) par::detail::cpu_relax();
+    });
+  }
+  std::atomic<int> placed{-2}, moved{-2};
+  par::parallel_for(8, 1, 1, force_pool, [&](index_t, index_t) {
+    if (par::in_worker() && placed.load() == -2) {
+      sched_setaffinity(0, sizeof one, &one);  // onto the caller's core ...
+      sched_setaffinity(0, sizeof full, &full);  // ... and free again, staying there
+      placed.store(sched_getcpu());
+    }
+    slow_chunk();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));  // past the 1 ms rate limit
+  par::parallel_for(8, 1, 1, force_pool, [&](index_t, index_t) {
+    if (par::in_worker() && moved.load() == -2) moved.store(sched_getcpu());
+    slow_chunk();
+  });
+  busy.store(false);
+  for (auto& t : spinners) t.join();
+  REQUIRE(sched_setaffinity(0, sizeof full, &full) == 0);
+  REQUIRE(placed.load() == home);  // the worker took a chunk of the first job, on `home`
+  REQUIRE(moved.load() >= 0);      // and one of the second
+  CHECK(moved.load() != home);
+}
+
 TEST_CASE("pool workers are named dynexpr-pool (top -H, perf, /proc)") {
   par::set_num_threads(3);
   std::atomic<int> named{0};
