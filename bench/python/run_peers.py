@@ -88,6 +88,21 @@ def _timed(call: Callable, number: int = 1) -> float:
     return (time.perf_counter() - t) / number
 
 
+def _batch_size(call: Callable, min_sample: float) -> int:
+    """Calls per timed sample, so that every implementation's samples last about
+    min_sample. One call is a poor estimate: sized from a single call that came after a
+    pause (threads asleep, caches cold), dynexpr's row got 60-call samples (~0.6 ms) and
+    dynexpr_autotune's 363 for the same kernel and schedule (stencil3 float64 64K), and a
+    sample that short can sit entirely inside one slow wake-up of a worker thread. So the
+    estimate is the fastest of three ~1 ms runs of warm calls."""
+    once = max(_timed(call), 1e-7)
+    if once >= min_sample:
+        return 1
+    n = max(1, int(1e-3 / once))
+    per = min(_timed(call, n) for _ in range(3))
+    return max(1, math.ceil(min_sample / max(per, 1e-7)))
+
+
 def check(expected: Any, got: Any) -> tuple[bool, str]:
     """(right, note): values within the dtype's tolerance and the shape NumPy gives; a
     different dtype is a note, not an error (numba promotes float32 by float64 constants)."""
@@ -151,7 +166,7 @@ def measure_group(w: Workload, dtype: str, n: int, impls: list[str], status: dic
         except Exception as e:  # a peer that fails is a loud row, and the others go on
             row.status, row.note = "error", f"{type(e).__name__}: {str(e)[:120]}"
     gc.collect()
-    batch = {k: max(1, math.ceil(min_sample / max(_timed(c), 1e-7))) for k, c in calls.items()}
+    batch = {k: _batch_size(c, min_sample) for k, c in calls.items()}
     samples: dict[str, list[float]] = {k: [] for k in calls}
     order = list(calls)
     for r in range(reps):
