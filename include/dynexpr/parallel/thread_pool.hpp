@@ -191,59 +191,6 @@ inline std::atomic<bool> pool_gone{false};
 // its back-to-back time with 2 ms, 1.15x with 10 ms (bench/python/pause_bench.py). A pause
 // longer than the spin still pays the wake-up.
 
-// Note [off the caller's core]
-// A worker woken from its sleep is placed by the kernel's scheduler, and when no core looks
-// idle at that moment (another library's pool still spinning after its own parallel region:
-// libgomp spins ~10 ms here, as ours does) it is queued on the core of the thread that woke
-// it, which is the caller. Two threads on one core then share it for the whole burst of
-// calls that follows: measured with numba's OpenMP pool in the same process on the 2-core
-// Zen 4 VM (bench/python/run_peers.py's rotation, y = affine(x) over 64K doubles), the
-// worker sat on the caller's core for 60 ms at a time and every call took 13.2 us, more than
-// the caller alone (10.9 us) and twice the 6.0 us of two cores; the load balancer did not
-// separate them while the worker's spin kept it runnable. So a worker that finds itself on
-// the caller's core when a job starts (sched_getcpu, the caller's recorded at publishing)
-// moves: it narrows its own affinity to the allowed cores but that one, which migrates it
-// before the call returns, then restores the mask, so the scheduler stays free to place it
-// later. At most once per millisecond per worker; a worker still on the caller's core (the
-// move was too recent, or the scheduler put it back) leaves that job to the caller and waits
-// for the next one asleep instead of spinning, since a thread spinning there takes about
-// half of the caller's core whether or not it claims chunks (co-located, the call above took
-// 13-22 us, the caller alone about 11; each such job then costs the caller a futex wake).
-// Never where the pool has more threads than the process may use cores (there sharing is the
-// user's choice, and moving would only bounce the threads). DYNEXPR_POOL_MOVE=0 turns it off
-// (for measuring it, and for programs that place their threads themselves). sched_getcpu
-// costs ~4 ns (rdpid), once per job on each side. Other platforms: nothing.
-#if defined(__linux__)
-// Returns whether the worker is still on the caller's core (it then leaves the job to the
-// caller and sleeps without spinning).
-inline bool move_off_caller_core(int caller_cpu, int threads) noexcept {
-  if (caller_cpu < 0 || sched_getcpu() != caller_cpu) return false;
-  static const bool off = [] {
-    const char* v = std::getenv("DYNEXPR_POOL_MOVE");
-    return v != nullptr && v[0] == '0' && v[1] == '\0';
-  }();
-  if (off) return false;
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;  // > 1024 cpus
-  if (CPU_COUNT(&allowed) < threads || !CPU_ISSET(caller_cpu, &allowed)) return false;
-  thread_local std::chrono::steady_clock::time_point last{};
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last >= std::chrono::milliseconds(1)) {
-    last = now;
-    cpu_set_t others = allowed;
-    CPU_CLR(caller_cpu, &others);
-    if (sched_setaffinity(0, sizeof others, &others) == 0)
-      sched_setaffinity(0, sizeof allowed, &allowed);
-  }
-  return sched_getcpu() == caller_cpu;
-}
-
-inline int current_cpu() noexcept { return sched_getcpu(); }
-#else
-inline bool move_off_caller_core(int, int) noexcept { return false; }
-inline int current_cpu() noexcept { return -1; }
-#endif
-
 inline void cpu_relax() noexcept {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
   __builtin_ia32_pause();  // frees the core's resources for the sibling hyperthread
@@ -364,6 +311,56 @@ inline index_t parse_threshold(const char* text, index_t fallback) noexcept {
 
 inline index_t ceil_div(index_t a, index_t b) noexcept { return a / b + (a % b != 0); }
 
+// Note [off the caller's core]
+// A worker woken from its sleep is placed by the kernel's scheduler, and when no core looks
+// idle at that moment (another library's pool still spinning after its own parallel region:
+// libgomp spins ~10 ms here, as ours does) it is queued on the core of the thread that woke
+// it, which is the caller. Two threads on one core then share it for the whole burst of
+// calls that follows: measured with numba's OpenMP pool in the same process on the 2-core
+// Zen 4 VM (bench/python/run_peers.py's rotation, y = affine(x) over 64K doubles), the
+// worker sat on the caller's core for 60 ms at a time and every call took 13.2 us, more than
+// the caller alone (10.9 us) and twice the 6.0 us of two cores; the load balancer did not
+// separate them while the worker's spin kept it runnable. So a worker that finds itself on
+// the caller's core when a job starts (sched_getcpu, the caller's recorded at publishing)
+// moves: it narrows its own affinity to the allowed cores but that one, which migrates it
+// before the call returns, then restores the mask, so the scheduler stays free to place it
+// later. At most once per millisecond per worker; a worker still on the caller's core (the
+// move was too recent, or the scheduler put it back) leaves that job to the caller and waits
+// for the next one asleep instead of spinning, since a thread spinning there takes about
+// half of the caller's core whether or not it claims chunks (co-located, the call above took
+// 13-22 us, the caller alone about 11; each such job then costs the caller a futex wake).
+// Never where the pool has more threads than the process may use cores (there sharing is the
+// user's choice, and moving would only bounce the threads). DYNEXPR_POOL_MOVE=0 turns it off
+// (for measuring it, and for programs that place their threads themselves). sched_getcpu
+// costs ~4 ns (rdpid), once per job on each side. Other platforms: nothing.
+#if defined(__linux__)
+// Returns whether the worker is still on the caller's core (it then leaves the job to the
+// caller and sleeps without spinning).
+inline bool move_off_caller_core(int caller_cpu, int threads) noexcept {
+  if (caller_cpu < 0 || sched_getcpu() != caller_cpu) return false;
+  static const bool off = parse_threshold(std::getenv("DYNEXPR_POOL_MOVE"), 1) == 0;
+  if (off) return false;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;  // > 1024 cpus
+  if (CPU_COUNT(&allowed) < threads || !CPU_ISSET(caller_cpu, &allowed)) return false;
+  thread_local std::chrono::steady_clock::time_point last{};
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last >= std::chrono::milliseconds(1)) {
+    last = now;
+    cpu_set_t others = allowed;
+    CPU_CLR(caller_cpu, &others);
+    if (sched_setaffinity(0, sizeof others, &others) == 0)
+      sched_setaffinity(0, sizeof allowed, &allowed);
+  }
+  return sched_getcpu() == caller_cpu;
+}
+
+inline int current_cpu() noexcept { return sched_getcpu(); }
+#else
+inline bool move_off_caller_core(int, int) noexcept { return false; }
+inline int current_cpu() noexcept { return -1; }
+#endif
+
 inline chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threads,
                               int per_thread) noexcept {
   // About 4 chunks per thread by default: enough that a thread which starts late (a worker
@@ -379,13 +376,15 @@ inline chunk_plan plan_chunks(index_t n, index_t grain, index_t align, int threa
 template <class Ready>
 void waiter::wait(Ready ready, bool spin) {
   if (ready()) return;
-  const auto deadline = std::chrono::steady_clock::now() + parallel::spin_time();
-  for (unsigned i = 1; spin; ++i) {
-    cpu_relax();
-    if (ready()) return;
-    if (i % 64 == 0) {  // every ~2 µs of pauses: look at the clock, then yield
-      if (std::chrono::steady_clock::now() >= deadline) break;
-      std::this_thread::yield();
+  if (spin) {
+    const auto deadline = std::chrono::steady_clock::now() + parallel::spin_time();
+    for (unsigned i = 1;; ++i) {
+      cpu_relax();
+      if (ready()) return;
+      if (i % 64 == 0) {  // every ~2 µs of pauses: look at the clock, then yield
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        std::this_thread::yield();
+      }
     }
   }
   std::unique_lock<std::mutex> lock(mutex_);
