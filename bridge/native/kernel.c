@@ -335,6 +335,51 @@ static PyObject* raise_status(int32_t rc, const char* msg) {
 
 #define DX_STACK_ARGS 16
 
+/* Note [output page offset]
+ * Where in its page each output of this call starts (Note [where an output starts in its
+ * page] in buffers.c): an offset at which no large input starts within DX_ALIAS_REACH
+ * bytes before it. The inputs' offsets are weighed by their bytes and the least
+ * weight of inputs so placed wins; the first candidate is the largest input's own offset
+ * rounded down to 64 bytes (its stores then trail its loads), so one input, or several
+ * in the same place, always get that. -1 (no wish) when no input is large enough for
+ * the buffer cache. (An output of another item size than an input drifts through every
+ * distance from it along the loop: no offset helps that pair.)
+ * _native.output_offset(k) fixes the offset at k instead, for benchmarks that compare
+ * placements (bench/python/output_offset_bench.py). */
+#define DX_ALIAS_REACH 1024
+#define DX_ALIAS_MIN ((npy_intp)128 << 10)
+
+static int output_page_offset(PyArrayObject* const* arr, int32_t n_in) {
+  if (dx_output_offset_fixed >= 0) return dx_output_offset_fixed;
+  uintptr_t off[DX_STACK_ARGS];
+  npy_intp bytes[DX_STACK_ARGS];
+  int n = 0;
+  npy_intp most = 0;
+  int first = -1;
+  for (int32_t i = 0; i < n_in && n < DX_STACK_ARGS; ++i) {
+    const npy_intp b = PyArray_NBYTES(arr[i]);
+    if (b < DX_ALIAS_MIN) continue;
+    off[n] = (uintptr_t)PyArray_DATA(arr[i]) & 4095;
+    bytes[n] = b;
+    if (b > most) most = b, first = (int)(off[n] & ~(uintptr_t)63);
+    ++n;
+  }
+  if (n == 0) return -1;
+  int best = first;
+  npy_intp best_bad = -1;
+  for (int k = 0; k <= 4096 / 64; ++k) {
+    const int c = k == 0 ? first : (k - 1) * 64; /* the first candidate, then every offset */
+    npy_intp bad = 0;
+    for (int j = 0; j < n; ++j) {
+      const uintptr_t ahead = ((uintptr_t)c - off[j]) & 4095; /* output after input by */
+      if (ahead > 0 && ahead <= DX_ALIAS_REACH) bad += bytes[j];
+    }
+    if (best_bad < 0 || bad < best_bad) best = c, best_bad = bad;
+    if (bad == 0) break;
+  }
+  return best;
+}
+
 static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t nargsf,
                              PyObject* kwnames) {
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -409,6 +454,7 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
     }
     if (how < 0) goto done;
   }
+  const int page_offset = n_out ? output_page_offset(arr, n_in) : -1;
   for (int32_t k = 0; k < n_out; ++k) {
     const out_spec* s = &self->outs[k];
     npy_intp dims[DX_MAX_RANK];
@@ -418,7 +464,7 @@ static PyObject* Kernel_call(KernelObject* self, PyObject* const* args, size_t n
       nbytes *= dims[j] > 0 ? (size_t)dims[j] : 0;
     }
     /* Note [output buffer cache] */
-    PyArrayObject* a = dx_new_output(s->ndim, dims, dx_typenum[s->code], nbytes);
+    PyArrayObject* a = dx_new_output(s->ndim, dims, dx_typenum[s->code], nbytes, page_offset);
     if (!a) goto done;
     outa[n_made++] = a;
     int64_t* st = out_st + (size_t)k * DX_MAX_RANK;

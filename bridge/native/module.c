@@ -38,8 +38,9 @@
  *       entry whose inputs are arguments and whose result is one output runs its kernel
  *       from C; every other call goes to the subclass's _call (Note [the native hit path]).
  *
- *   buffer_cache(), trim_buffers()  the freed output buffers kept for the next outputs
- *       of the same size (Note [output buffer cache]).
+ *   buffer_cache(), trim_buffers(), output_offset()  the freed output buffers kept for
+ *       the next outputs of the same size (Note [output buffer cache]), where outputs start
+ *       in their page (Note [output page offset]).
  *
  * Where each part lives (bridge/native/native.h declares what they share): Kernel in
  * kernel.c, the output buffers in buffers.c, GuardSet and select in guards.c, Dispatch in
@@ -57,6 +58,10 @@ static PyMethodDef native_methods[] = {
      "for reuse (Note [output buffer cache] in bridge/native/buffers.c)"},
     {"trim_buffers", dx_trim_buffers, METH_NOARGS,
      "trim_buffers(): give the kept output buffers back to the system"},
+    {"output_offset", (PyCFunction)(void (*)(void))dx_output_offset, METH_FASTCALL,
+     "output_offset([k]) -> the previous setting: every output starts k bytes into a page "
+     "(rounded down to 64), or -1 (the default) where the inputs say (Note [output page "
+     "offset] in bridge/native/kernel.c); for benchmarks"},
     {0},
 };
 

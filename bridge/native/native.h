@@ -37,9 +37,16 @@ int dx_kernel_init(void); /* Kernel ready, NumPy's error state found; 0 or -1 */
 /* buffers.c (Note [output buffer cache]) */
 int dx_buffers_init(void);
 /* A new C-ordered array of nbytes bytes (the caller computed them from dims), from the
- * buffer cache when it is large enough to be worth it. New reference, or NULL. */
-PyArrayObject* dx_new_output(int ndim, npy_intp* dims, int typenum, size_t nbytes);
+ * buffer cache when it is large enough to be worth it, its data page_offset bytes into a
+ * page (rounded down to 64; -1: no wish; Note [where an output starts in its page]).
+ * New reference, or NULL. */
+PyArrayObject* dx_new_output(int ndim, npy_intp* dims, int typenum, size_t nbytes,
+                             int page_offset);
 PyObject* dx_buffer_cache(PyObject* mod, PyObject* args);
+/* output_offset([k]): the page offset every output gets (k in 0..4095), or -1 (the
+ * default): chosen per call from the inputs (Note [output page offset] in kernel.c). */
+extern int dx_output_offset_fixed;
+PyObject* dx_output_offset(PyObject* mod, PyObject* const* args, Py_ssize_t n);
 PyObject* dx_trim_buffers(PyObject* mod, PyObject* args);
 
 /* guards.c */

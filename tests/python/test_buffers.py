@@ -50,6 +50,66 @@ def test_outputs_from_128_kib_on_are_64_byte_aligned():
         assert_same(scaled(x), outs[-1])
 
 
+def _at_page_offset(values: np.ndarray, offset: int) -> np.ndarray:
+    """A copy of float64 `values` whose data starts `offset` bytes into a page."""
+    raw = np.empty(values.nbytes + 8192, np.uint8)
+    start = (offset - raw.ctypes.data) % 4096
+    out = raw[start:start + values.nbytes].view(np.float64)
+    out[:] = values
+    assert out.ctypes.data % 4096 == offset
+    return out
+
+
+def _ahead(out: np.ndarray, inp: np.ndarray) -> int:
+    """How many bytes after `inp` `out` starts, in page-offset terms (0..4095)."""
+    return (out.ctypes.data - inp.ctypes.data) % 4096
+
+
+def test_outputs_do_not_start_just_after_their_inputs_in_the_page():
+    """Note [where an output starts in its page]: an output 1..1024 bytes after an input
+    in page-offset terms stalls the loop's loads (4K aliasing). NumPy's own large arrays
+    start 16 bytes into a page; outputs used to start 64 bytes in, 48 after."""
+    f = dynexpr.capture(scaled)
+    values = np.linspace(0, 1, N)
+    for offset in (16, 48, 1040, 2064, 4080, 0):
+        x = _at_page_offset(values, offset)
+        outs = [f(x) for _ in range(3)]  # fresh and reused buffers, placed per call
+        for o in outs:
+            assert o.ctypes.data % 64 == 0
+            assert not 0 < _ahead(o, x) <= 1024, (offset, o.ctypes.data % 4096)
+            assert_same(scaled(values), o)
+        del outs
+    x = np.linspace(0, 1, N)  # NumPy's own placement
+    assert not 0 < _ahead(f(x), x) <= 1024
+
+
+def test_an_output_avoids_every_input_when_it_can():
+    two = dynexpr.capture(lambda a, b: a * 2.0 + b)
+    va, vb = np.linspace(0, 1, N), np.linspace(1, 2, N)
+    a, b = _at_page_offset(va, 16), _at_page_offset(vb, 2064)  # room between: 1040..2048
+    for _ in range(3):
+        r = two(a, b)
+        assert not 0 < _ahead(r, a) <= 1024 and not 0 < _ahead(r, b) <= 1024
+        assert_same(va * 2.0 + vb, r)
+
+
+def test_output_offset_can_be_fixed_for_benchmarks():
+    f = dynexpr.capture(scaled)
+    x = np.linspace(0, 1, N)
+    f(x)
+    assert _native.output_offset() == -1
+    try:
+        assert _native.output_offset(100) == -1
+        r = f(x)
+        assert r.ctypes.data % 4096 == 64  # rounded down to 64 bytes
+        assert_same(scaled(x), r)
+    finally:
+        _native.output_offset(-1)
+    with pytest.raises(ValueError, match="not a page offset"):
+        _native.output_offset(4096)
+    assert _native.output_offset() == -1
+
+
 def test_old_sizes_make_room_for_the_sizes_in_use():
     small = dynexpr.capture(scaled)
     x = np.linspace(0, 1, N)
