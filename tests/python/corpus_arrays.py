@@ -45,6 +45,29 @@ def finite_differences(u):
             np.diff(u > u.mean()), np.diff(u, n=12), np.diff(u[0]).sum())
 
 
+@case(lambda rng: [(f32(rng, 7, 9),), (f64(rng, 7, 9),), (ints(rng, np.int32, 7, 9),)])
+def periodic_stencils(u):
+    # np.roll as two stores into a new array: both signs, shifts past the extent, 0 (a
+    # copy), axis None (the flat array), several axes at once, a repeated axis
+    lap = (np.roll(u, 1, axis=0) + np.roll(u, -1, axis=0) + np.roll(u, 1, axis=1)
+           + np.roll(u, -1, axis=1) - 4 * u)
+    return (lap, np.roll(u, 11), np.roll(u, 0, axis=1), np.roll(u, (2, -3), axis=(0, 1)),
+            np.roll(u, (1, 1), axis=(1, 1)), np.roll(u[0], -20), np.roll(u, 9, axis=0))
+
+
+@case(lambda rng: [(f32(rng, 4, 6), f64(rng, 3, 6)), (f64(rng, 4, 6), f64(rng, 3, 6)),
+                   (ints(rng, np.int64, 4, 6), f32(rng, 3, 6))])
+def joins(a, b):
+    # concatenate (promoting dtypes as NumPy), stack, hstack/vstack/column_stack, axis
+    # None, a dtype= cast, parts computed in place and a join that feeds more work
+    return (np.concatenate([a * 2, b + 1]), np.concatenate((a, a), axis=1),
+            np.concatenate((a, b), axis=None), np.stack([a, a * a], axis=-1).sum(axis=0),
+            np.hstack((a[0], b[1], a[2])), np.vstack((a, b[:2])), np.vstack((a[0], a[1])),
+            np.column_stack((a[0], b[0])), np.concatenate((a, b), dtype=np.float32),
+            np.append(a, b), np.append(a, b, axis=0),
+            np.stack((a[1], a[2])).sum(axis=1))
+
+
 # --- in-place updates of arguments -------------------------------------------------------------
 
 

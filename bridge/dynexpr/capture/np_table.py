@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import manifest, ops
-from . import np_linalg, np_ops, np_views, registry
+from . import np_join, np_linalg, np_ops, np_views, registry
 from .arrays import ArrayVar, fresh
 from .errors import graph_break
 from .infer import ask, example
@@ -521,6 +521,7 @@ def _tables() -> tuple[dict, dict]:
             np.size: _facts(np.size),
         }
     )
+    functions.update(np_join.handlers())
     functions[np.isscalar] = _isscalar
     for fn in (
         np.result_type,
