@@ -55,6 +55,15 @@ def periodic_stencils(u):
             np.roll(u, (1, 1), axis=(1, 1)), np.roll(u[0], -20), np.roll(u, 9, axis=0))
 
 
+@case(lambda rng: [(f32(rng, 5, 6),), (f64(rng, 5, 6),), (ints(rng, np.int64, 5, 6),)])
+def padded_stencils(u):
+    # np.pad by stores into a new array: every mode it has, one width, pairs, per-axis
+    # pairs, corners filled axis by axis as NumPy does
+    return (np.pad(u, 1), np.pad(u, (2, 1), mode="edge"), np.pad(u, ((1, 2), (3, 0)), "wrap"),
+            np.pad(u, 2, mode="reflect"), np.pad(u, ((0, 5), (6, 1)), mode="symmetric"),
+            np.pad(u[0], 3, constant_values=7), np.pad(u, 1, mode="edge")[1:-1, 2:] - u)
+
+
 @case(lambda rng: [(f32(rng, 4, 6), f64(rng, 3, 6)), (f64(rng, 4, 6), f64(rng, 3, 6)),
                    (ints(rng, np.int64, 4, 6), f32(rng, 3, 6))])
 def joins(a, b):

@@ -1,7 +1,8 @@
-"""np.roll, np.concatenate and the stacking functions are captured as stores into a new
+"""np.roll, np.concatenate, the stacking functions and np.pad are captured as stores into a new
 array (Note [joins as stores into a new array] in bridge/dynexpr/capture/np_join.py), in
 code written the way scientists write it; what NumPy refuses still raises NumPy's error.
-The corpus (corpus_arrays.py: periodic_stencils, joins) checks the forms one by one."""
+The corpus (corpus_arrays.py: periodic_stencils, padded_stencils, joins) checks the forms
+one by one."""
 
 import numpy as np
 import pytest
@@ -30,6 +31,15 @@ def smoothing_history(x, steps=8):
     return np.stack(rows), np.concatenate(rows[-2:])
 
 
+def blur_edges(img, passes=3):
+    """A 3x3 box blur repeated, the borders padded by repeating the edge pixels."""
+    for _ in range(passes):
+        p = np.pad(img, 1, mode="edge")
+        img = (p[:-2, :-2] + p[:-2, 1:-1] + p[:-2, 2:] + p[1:-1, :-2] + p[1:-1, 1:-1]
+               + p[1:-1, 2:] + p[2:, :-2] + p[2:, 1:-1] + p[2:, 2:]) / 9.0
+    return img
+
+
 def _captured_whole(f, *args):
     ex = dynexpr.explain(f, *args)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
@@ -42,6 +52,15 @@ def test_a_periodic_heat_loop_is_captured_whole_and_matches_numpy(dtype):
     for _ in range(2):
         assert_same(heat_periodic(u), f(u))
     _captured_whole(heat_periodic, u)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_edge_padded_blur_is_captured_whole_and_matches_numpy(dtype):
+    img = RNG.random((40, 52)).astype(dtype)
+    f = dynexpr.capture(blur_edges)
+    for _ in range(2):
+        assert_same(blur_edges(img), f(img))
+    _captured_whole(blur_edges, img)
 
 
 def test_stacking_a_list_built_in_a_loop():
@@ -69,6 +88,10 @@ def test_a_python_list_in_a_join_is_a_graph_break_with_the_way_out():
     (lambda a, b: np.stack((a, b)), (np.ones(3), np.ones(4))),
     (lambda a, b: np.roll(a, 1, axis=2), (np.ones((3, 4)), None)),
     (lambda a, b: np.concatenate((a, a), dtype=np.int32), (np.ones(3), None)),
+    (lambda a, b: np.pad(a, -1), (np.ones(3), None)),
+    (lambda a, b: np.pad(a, 1.5), (np.ones(3), None)),
+    (lambda a, b: np.pad(a, ((1, 2), (3, 4), (5, 6))), (np.ones((3, 4)), None)),
+    (lambda a, b: np.pad(a, 1, mode="edge"), (np.ones((0, 3)), None)),
 ])
 def test_what_numpy_refuses_raises_numpys_error(fn, args):
     with pytest.raises(Exception) as plain:

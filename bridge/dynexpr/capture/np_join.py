@@ -1,5 +1,5 @@
-"""np.concatenate, np.stack, np.hstack, np.vstack, np.column_stack, np.append and
-np.roll: a new array whose parts are stored into it as slices (np_views.setitem on
+"""np.concatenate, np.stack, np.hstack, np.vstack, np.column_stack, np.append, np.roll
+and np.pad: a new array whose parts are stored into it as slices (np_views.setitem on
 np.empty), so each part is computed straight into its place and fuses with what made it.
 
 Note [joins as stores into a new array]
@@ -170,6 +170,87 @@ def _roll_axes(ctx: Context, x: ArrayVar, shifts: dict[int, int]) -> ArrayVar:
     return out if moved else np_ops.copy(ctx, x)  # np.roll always returns a new array
 
 
+_PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric")
+
+
+def _pad_pairs(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
+    """(before, after) per axis, as np.pad reads pad_width (an int, a pair, or one pair
+    per axis); NumPy's errors for a bad one."""
+    x = np.asarray(pad_width)
+    if x.dtype.kind not in "iu":
+        raise TypeError("`pad_width` must be of integral type.")
+    x = x.astype(np.intp)
+    if (x < 0).any():
+        raise ValueError("index can't contain negative values")
+    if x.ndim < 3 and x.size == 1:
+        return [(int(x.ravel()[0]),) * 2] * ndim
+    if x.ndim < 3 and x.size == 2 and x.shape != (2, 1):
+        return [(int(x.ravel()[0]), int(x.ravel()[1]))] * ndim
+    return [(int(b), int(e)) for b, e in np.broadcast_to(x, (ndim, 2))]
+
+
+def pad(tx, args: list, kwargs: dict) -> Var:
+    """np.pad(x, pad_width, mode) for the modes that copy (Note [joins as stores into a new
+    array]): x stored into the middle of a new array, then each axis's borders, in axis
+    order as NumPy fills them, each from a slice of the array being built (an edge, the
+    far end of the period, the mirror image), over the rows already padded on earlier
+    axes and the original extent of later ones, so corners come out as NumPy's."""
+    d = bind("np.pad", args, kwargs, (("array", REQUIRED), ("pad_width", REQUIRED),
+                                      ("mode", "constant"), ("constant_values", 0),
+                                      ("reflect_type", "even")))
+    x, mode = d["array"], const_arg(d, "mode")
+    if not isinstance(x, ArrayVar) or x.is_scalar:
+        graph_break(f"np.pad of a {x.describe()} is not supported by dynexpr (convert it with "
+                    "np.asarray first)")
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
+        graph_break(f"np.pad(mode={mode!r}) is not supported by dynexpr (it has "
+                    f"{', '.join(_PAD_MODES)})")
+    if const_arg(d, "reflect_type") != "even":
+        graph_break("np.pad(reflect_type='odd') is not supported by dynexpr")
+    fill = const_arg(d, "constant_values")
+    if mode == "constant" and np.ndim(fill) != 0:
+        graph_break("np.pad with a constant per axis or side is not supported by dynexpr")
+    ctx = tx.ctx
+    ctx.session.check_static(x.shape, "np.pad")
+    pairs = ask(_pad_pairs, const_arg(d, "pad_width"), x.ndim)
+    shape = tuple(n + b + e for n, (b, e) in zip(x.shape, pairs))
+    for n, (b, e) in zip(x.shape, pairs):
+        if mode != "constant" and n == 0 and (b or e):
+            graph_break(f"np.pad(mode={mode!r}) of an empty axis: NumPy raises ValueError")
+        limit = {"wrap": n, "symmetric": n, "reflect": max(n - 1, 0)}.get(mode)
+        if limit is not None and max(b, e) > limit and not (mode == "reflect" and n == 1):
+            graph_break(f"np.pad(mode={mode!r}) wider than the axis it repeats is not "
+                        "supported by dynexpr")
+    if mode == "constant":
+        out = np_ops.full(ctx, shape, fill, x.dtype)
+    else:
+        out = np_ops.full(ctx, shape, 0, x.dtype, empty=True)
+    middle = tuple(slice(b, b + n) for n, (b, _) in zip(x.shape, pairs))
+    np_views.setitem(ctx, out, middle, x)
+    if mode == "constant":
+        return out
+    for ax, (n, (b, e)) in enumerate(zip(x.shape, pairs)):
+        def at(s: slice) -> tuple:  # the axis's slab: earlier axes whole, later ones original
+            return (slice(None),) * ax + (s,) + middle[ax + 1:]
+
+        if mode == "edge" or (mode == "reflect" and n == 1):  # NumPy: a singleton is an edge
+            before, after = slice(b, b + 1), slice(b + n - 1, b + n)
+        elif mode == "wrap":
+            before, after = slice(n, n + b), slice(b, b + e)
+        elif mode == "reflect":
+            before = slice(2 * b, b, -1)
+            after = slice(b + n - 2, b + n - 2 - e if b + n - 2 - e >= 0 else None, -1)
+        else:  # symmetric
+            before = slice(2 * b - 1, b - 1 if b >= 1 else None, -1)
+            after = slice(b + n - 1, b + n - 1 - e if b + n - 1 - e >= 0 else None, -1)
+        if b:
+            np_views.setitem(ctx, out, at(slice(0, b)), np_views.getitem(ctx, out, at(before)))
+        if e:
+            np_views.setitem(ctx, out, at(slice(b + n, b + n + e)),
+                             np_views.getitem(ctx, out, at(after)))
+    return out
+
+
 def handlers() -> dict:
     """NumPy function -> handler(tx, args, kwargs), for np_table's FUNCTIONS."""
     return {
@@ -180,4 +261,5 @@ def handlers() -> dict:
         np.column_stack: column_stack,
         np.append: append,
         np.roll: roll,
+        np.pad: pad,
     }
