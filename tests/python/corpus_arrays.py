@@ -77,6 +77,35 @@ def joins(a, b):
             np.stack((a[1], a[2])).sum(axis=1))
 
 
+def _specials(u):
+    """u with zeros of both signs, NaN and both infinities in its first elements."""
+    if u.dtype.kind == "f":
+        u.reshape(-1)[:5] = [0.0, -0.0, np.nan, np.inf, -np.inf]
+    return u
+
+
+@case(lambda rng: [(_specials(f32(rng, 5, 6)),), (_specials(f64(rng, 5, 6)),),
+                   (ints(rng, np.int32, 5, 6),)])
+def numpy_compositions(u):
+    # functions NumPy builds from other ops, built the same way (Note [functions as NumPy
+    # composes them]): special values included, integer inputs through NumPy's float loops
+    with np.errstate(invalid="ignore"):  # sin(inf) and inf * 0 in the reductions, as NumPy
+        s, p = np.sinc(u), np.nanprod(u[1:3], axis=1)
+    return (s, np.radians(u), np.rad2deg(u), np.fabs(u), np.heaviside(u, 0.5),
+            np.fmax(u, u[::-1]), np.fmin(u, 1.0), np.nan_to_num(u, posinf=9.0),
+            np.nansum(u, axis=0), p, np.ptp(u, axis=1),
+            np.average(u, axis=0), np.round(u, 2), np.round(u * 3, 0))
+
+
+@case(each_float(lambda rng, f: (f(rng, 4, 5),)))
+def layout_compositions(u):
+    # flips as views, diagonals as strided slices, grids and repetitions as broadcasts
+    x, y = np.meshgrid(u[0], u[1, :3])
+    return (np.flip(u) * 2, np.fliplr(u) - u, np.flipud(u)[1:], np.trace(u), np.trace(u, -1),
+            np.diag(u, 1), np.diag(u[0], -1), x * y, np.repeat(u, 2, axis=1),
+            np.tile(u[0], (2, 3)), np.tile(u, 2).sum(axis=0))
+
+
 # --- in-place updates of arguments -------------------------------------------------------------
 
 

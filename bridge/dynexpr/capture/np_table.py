@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import manifest, ops
-from . import np_join, np_linalg, np_ops, np_views, registry
+from . import np_compose, np_join, np_linalg, np_ops, np_views, registry
 from .arrays import ArrayVar, fresh
 from .errors import graph_break
 from .infer import ask, example
@@ -132,10 +132,13 @@ def _clip_body(ctx, x, d):
 
 
 def _round_body(ctx, x, d):
-    if const_arg(d, "decimals") != 0:
-        graph_break("np.round with decimals != 0 is not supported by dynexpr")
+    decimals = const_arg(d, "decimals")
     if isinstance(x, PyVar):
-        return np_ops.fold(np.round, x.value)
+        return np_ops.fold(np.round, x.value, decimals)
+    if type(decimals) is not int and not isinstance(decimals, np.integer):
+        graph_break(f"np.round(decimals={decimals!r}): NumPy takes an int here")
+    if decimals != 0 and isinstance(x, ArrayVar):
+        return np_compose.round_decimals(ctx, x, int(decimals))
     if np.dtype(x.dtype).kind == "f":
         return np_ops.ufunc(ctx, np.rint, [x])
     return np_ops.copy(ctx, x, x.kind)
@@ -522,6 +525,7 @@ def _tables() -> tuple[dict, dict]:
         }
     )
     functions.update(np_join.handlers())
+    functions.update(np_compose.handlers())
     functions[np.isscalar] = _isscalar
     for fn in (
         np.result_type,
