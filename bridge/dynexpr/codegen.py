@@ -748,7 +748,17 @@ class _Unit:
         for u in order:
             o = manifest.OPS[u.op]
             args = ", ".join(operand(a) for a in u.args)
-            body.append(f"  const auto v{u.id} = dx::ops::{o['id']}::simd(d, {args});")
+            fn = f"dx::ops::{o['id']}::simd"
+            # Against constants that are not NaN, ordered compares alone keep NumPy's NaN
+            # and signed-zero results (ops/op_support.hpp): half the instructions.
+            consts = [_not_nan_const(a) for a in u.args]
+            if u.op == "clip" and all(consts[1:]):
+                fn = "dx::ops::detail::clip_to_bounds"
+            elif u.op in ("maximum", "minimum") and consts.count(True) == 1:
+                is_max, first = u.op == "maximum", consts[0]  # first: max(c, x)
+                fn = f"dx::ops::detail::bound_by_const<{str(is_max).lower()}, {str(first).lower()}>"
+                args = ", ".join(operand(a) for a in (u.args[::-1] if first else u.args))
+            body.append(f"  const auto v{u.id} = {fn}(d, {args});")
         result = operand(root) if not order else f"v{root.id}"
         return ["template <class D>",
                 f"DYNEXPR_INLINE hn::Vec<D> {k}_at(D d, {', '.join(params + ['dx::index_t i'])}) {{",
@@ -1047,6 +1057,15 @@ _DIRECT_REDUCE = ("sum", "mean", "max", "min", "var", "std")
 _VIEW_OPS = ("getitem", "expand_dims", "reshape", "squeeze")
 _DIRECT_ROW_MAX = 16384  # elements: longer rows need several threads per row
 _ROW_STEP_BYTES = 16384  # Note [rows of direct loops]: the rows each loop takes in turn
+
+
+def _not_nan_const(v: ir.Value) -> bool:
+    """A constant operand that is a number and not NaN (a clip bound the loop may compare
+    with ordered compares alone: detail::clip_to_bounds in ops/op_support.hpp)."""
+    if v.op != "const":
+        return False
+    x = v.attr("value")
+    return isinstance(x, (int, float, np.integer, np.floating)) and not (x != x)
 
 
 def _runner(units: str, row_len: int | None, cost: int) -> str:

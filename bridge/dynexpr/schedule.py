@@ -25,6 +25,7 @@ into arguments as late as possible (Note [in-place writes]).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -466,7 +467,10 @@ def _cse(graph: ir.Graph) -> tuple[list[ir.Value], dict[int, ir.Value]]:
 
 
 def _typed(x):
-    # 1, 1.0 and True are equal in Python; as constants they are different values.
+    # 1, 1.0 and True are equal in Python; as constants they are different values. So are
+    # 0.0 and -0.0 (clip(x, -0.0, 0.0) must keep both bounds).
     if isinstance(x, tuple):
         return tuple(_typed(e) for e in x)
+    if isinstance(x, float):
+        return ("float", x, math.copysign(1.0, x))
     return (type(x).__name__, x)

@@ -107,6 +107,33 @@ DYNEXPR_INLINE V nan_max(D, V a, V b) {
   else
     return hn::Max(a, b);
 }
+// clip(x, lo, hi) where lo and hi are known not to be NaN (constants of a generated unit):
+// x < lo ? lo : x, then > hi ? hi : that, as NumPy's own clip loop compares (a -0.0 at a
+// 0.0 bound stays -0.0 there). Ordered compares are false on a NaN x, which so stays NaN,
+// and raise no "invalid" flag. Two compares and two blends where clip_op's NaN-aware
+// maximum and minimum take four of each: clip(x, -1, 1) * 3 over 1M float32 on one thread,
+// 251 -> 127 us.
+template <class D, class V>
+DYNEXPR_INLINE V clip_to_bounds(D, V x, V lo, V hi) {
+  if constexpr (is_float_v<hn::TFromD<D>>) {
+    const V r = hn::IfThenElse(hn::Lt(x, lo), lo, x);
+    return hn::IfThenElse(hn::Gt(r, hi), hi, r);
+  } else {
+    return hn::Min(hn::Max(x, lo), hi);
+  }
+}
+// maximum or minimum of x and a constant c that is not NaN (IsMax; ConstFirst: c is the
+// first operand): one ordered compare and one blend, NaN x passing through, and the second
+// operand on equality as NumPy's (maximum(-0.0, 0.0) is 0.0). relu's maximum(x, 0).
+template <bool IsMax, bool ConstFirst, class D, class V>
+DYNEXPR_INLINE V bound_by_const(D, V x, V c) {
+  if constexpr (is_float_v<hn::TFromD<D>>) {
+    if constexpr (IsMax) return hn::IfThenElse(ConstFirst ? hn::Lt(x, c) : hn::Le(x, c), c, x);
+    else return hn::IfThenElse(ConstFirst ? hn::Gt(x, c) : hn::Ge(x, c), c, x);
+  } else {
+    return IsMax ? hn::Max(x, c) : hn::Min(x, c);
+  }
+}
 template <class D, class V, class Fast, class Exact>
 DYNEXPR_INLINE V guarded(D d, V x, hn::Mask<D> ok, Fast fast, Exact exact) {
   if (HWY_LIKELY(hn::AllTrue(d, ok))) return fast(x);
