@@ -46,21 +46,14 @@ def _captured_whole(f, *args):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_periodic_heat_loop_is_captured_whole_and_matches_numpy(dtype):
-    u = RNG.standard_normal((48, 70)).astype(dtype)
-    f = dynexpr.capture(heat_periodic)
+@pytest.mark.parametrize("fn, shape", [(heat_periodic, (48, 70)), (blur_edges, (40, 52))],
+                         ids=["periodic heat loop", "edge-padded blur"])
+def test_stencils_are_captured_whole_and_match_numpy(fn, shape, dtype):
+    u = RNG.random(shape).astype(dtype)
+    f = dynexpr.capture(fn)
     for _ in range(2):
-        assert_same(heat_periodic(u), f(u))
-    _captured_whole(heat_periodic, u)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_an_edge_padded_blur_is_captured_whole_and_matches_numpy(dtype):
-    img = RNG.random((40, 52)).astype(dtype)
-    f = dynexpr.capture(blur_edges)
-    for _ in range(2):
-        assert_same(blur_edges(img), f(img))
-    _captured_whole(blur_edges, img)
+        assert_same(fn(u), f(u))
+    _captured_whole(fn, u)
 
 
 def test_stacking_a_list_built_in_a_loop():
