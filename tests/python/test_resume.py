@@ -67,7 +67,7 @@ def warns(x):
     y = x * 2
     with np.errstate(divide="warn"):
         z = 1.0 / (y - y)  # NumPy's RuntimeWarning, run as Python
-    return np.nan_to_num(z) + y
+    return np.asarray(np.nan_to_num(z).tolist()) + y  # .tolist(): the break
 
 
 def frames(x):
