@@ -37,7 +37,7 @@ from . import np_ops, np_views
 from .arrays import ArrayVar
 from .builder import Context
 from .errors import graph_break
-from .infer import ask, example, result_of, stand_in
+from .infer import ask, example, normalize_axes, result_of, stand_in
 from .np_args import NOVALUE, REQUIRED, bind, const_arg
 from .variables import ListVar, PyVar, TupleVar, Var
 
@@ -219,14 +219,10 @@ def _average(tx, args, kwargs):
 
 
 def _flip_axes(ctx: Context, x: ArrayVar, axes: Any) -> Var:
-    ask(np.flip, stand_in(x.shape), axes)  # NumPy's own axis checks
-    if axes is None:
-        axes = tuple(range(x.ndim))
-    elif not isinstance(axes, tuple):
-        axes = (axes,)
+    axes = normalize_axes(axes, x.ndim)  # NumPy's own axis checks
     key = [slice(None)] * x.ndim
-    for a in axes:
-        key[a % x.ndim] = slice(None, None, -1)
+    for a in range(x.ndim) if axes is None else axes:
+        key[a] = slice(None, None, -1)
     return np_views.getitem(ctx, x, tuple(key))
 
 
@@ -250,13 +246,8 @@ def _diagonal_view(ctx: Context, x: ArrayVar, k: int, what: str) -> Var:
     """The k-th diagonal of 2-D x: a strided slice of its flat array (a copy of x first
     when x is not C-contiguous, which reshape makes); None when it is empty."""
     ctx.session.check_static(x.shape, what)
-    n, m = x.shape
-    count = max(0, min(n, m - k)) if k >= 0 else max(0, min(n + k, m))
-    if count == 0:
-        return None
-    start = k if k >= 0 else -k * m
-    flat = np_views.reshape(ctx, x, -1)
-    return np_views.getitem(ctx, flat, (slice(start, start + (count - 1) * (m + 1) + 1, m + 1),))
+    diag = np_views.diagonal_slice(*x.shape, k)
+    return None if diag is None else np_views.getitem(ctx, np_views.reshape(ctx, x, -1), (diag,))
 
 
 def _trace(tx, args, kwargs):
@@ -290,11 +281,9 @@ def _diag(tx, args, kwargs):
     n = x.shape[0] + abs(k)
     out = np_ops.full(ctx, (n, n), 0, x.dtype)
     out.storage.c_contig = True  # its flat view is the same memory, as in NumPy
-    if x.shape[0]:
-        start = k if k >= 0 else -k * n
-        flat = np_views.reshape(ctx, out, -1)
-        stop = start + (x.shape[0] - 1) * (n + 1) + 1
-        np_views.setitem(ctx, flat, (slice(start, stop, n + 1),), x)
+    diag = np_views.diagonal_slice(n, n, k)  # exactly x.shape[0] long
+    if diag is not None:
+        np_views.setitem(ctx, np_views.reshape(ctx, out, -1), (diag,), x)
     return out
 
 

@@ -238,12 +238,20 @@ def eye(ctx: Context, n: Any, m: Any, k: Any, dtype: Any, order: Any) -> Var:
     ctx.session.check_static((n, m, k), "np.eye")
     out = full(ctx, (n, m), 0, dtype)  # NumPy's error for a negative n or m
     out.storage.c_contig = True  # its flat view is the same memory, as in NumPy
-    count = max(0, min(n, m - k)) if k >= 0 else max(0, min(n + k, m))
-    if count:
-        start = k if k >= 0 else -k * m
-        flat = reshape(ctx, out, -1)
-        setitem(ctx, flat, slice(start, start + (count - 1) * (m + 1) + 1, m + 1), PyVar(1))
+    diag = diagonal_slice(n, m, k)
+    if diag is not None:
+        setitem(ctx, reshape(ctx, out, -1), diag, PyVar(1))
     return out
+
+
+def diagonal_slice(n: int, m: int, k: int) -> slice | None:
+    """The k-th diagonal of a C-ordered n x m array as a slice of its flat array (every
+    (m+1)-th element from k, or from -k*m below the main one); None when it is empty."""
+    count = max(0, min(n, m - k)) if k >= 0 else max(0, min(n + k, m))
+    if count == 0:
+        return None
+    start = k if k >= 0 else -k * m
+    return slice(start, start + (count - 1) * (m + 1) + 1, m + 1)
 
 
 def _is_region_itself(x: ArrayVar, index: tuple, value: ArrayVar) -> bool:
